@@ -1,0 +1,112 @@
+"""Wiring shared by simulate, explain, the bench and the real scheduler:
+configuration -> frameworks (one per profile) -> queue -> Scheduler."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from scorer.cache import ClusterCache
+from scorer.config import SchedulerConfig, load_config, resolve_config
+from scorer.framework.runtime import Framework, Handle
+from scorer.queue import ClusterEvent, SchedulingQueue
+from scorer.registry import PluginInfo, PluginRegistry, build_registry
+from scorer.scheduler import CycleReport, EventSink, Scheduler
+
+
+@attrs.define(slots=True)
+class Assembly:
+    registry: PluginRegistry
+    config: SchedulerConfig
+    resolved: tuple[Any, ...]
+    cache: ClusterCache
+    frameworks: dict[str, Framework]
+    queue: SchedulingQueue
+    scheduler: Scheduler
+    warnings: tuple[str, ...]
+
+
+def build_frameworks(
+    resolved: tuple[Any, ...], catalog: Mapping[str, PluginInfo], cache: ClusterCache, binder: Any,
+    extras: dict[str, Any] | None = None,
+) -> dict[str, Framework]:
+    return {
+        profile.scheduler_name: Framework(
+            profile, catalog, Handle(cache, profile.scheduler_name, binder, dict(extras or {}))
+        )
+        for profile in resolved
+    }
+
+
+def plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEvent]]:
+    """Cluster events each plugin wants to requeue pods on (its ``events_to_register``)."""
+    events: dict[str, list[ClusterEvent]] = {}
+    for fwk in frameworks.values():
+        for name, plugin in fwk.plugins.items():
+            register = getattr(plugin, "events_to_register", None)
+            if register is not None and name not in events:
+                events[name] = list(register())
+    return events
+
+
+def assemble(
+    config_source: Any,
+    cluster: Any,
+    *,
+    registry: PluginRegistry | None = None,
+    autoload: bool | None = None,
+    seed: int | None = 0,
+    clock: Callable[[], float] = time.monotonic,
+    on_report: Callable[[CycleReport], None] | None = None,
+    extras: dict[str, Any] | None = None,
+) -> Assembly:
+    """Build everything from a config (path, mapping or None for defaults) and a cluster source.
+
+    ``cluster`` binds pods and records events (InMemoryCluster, or the API).
+    """
+    registry = registry if registry is not None else build_registry(autoload=autoload)
+    catalog = registry.catalog()
+    config = load_config(config_source, catalog)
+    resolved = resolve_config(config, catalog)
+    cache = ClusterCache()
+    frameworks = build_frameworks(resolved, catalog, cache, cluster, extras)
+    first = frameworks[resolved[0].scheduler_name]
+
+    def pre_enqueue(pod: Any) -> str | None:
+        fwk = frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            return None
+        status = fwk.run_pre_enqueue(pod)
+        return None if status.is_success() else (status.plugin or "PreEnqueue")
+
+    queue = SchedulingQueue(
+        first.less,
+        clock=clock,
+        initial_backoff=float(config.pod_initial_backoff_seconds),
+        max_backoff=float(config.pod_max_backoff_seconds),
+        pre_enqueue=pre_enqueue,
+        plugin_events=plugin_events(frameworks),
+    )
+    events: EventSink = cluster
+    scheduler = Scheduler(
+        cache,
+        frameworks,
+        queue,
+        events,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
+        rng=random.Random(seed),
+        clock=clock,
+        on_report=on_report,
+    )
+    warnings = tuple(getattr(config, "warnings", ())) + tuple(
+        w for profile in resolved for w in getattr(profile, "warnings", ())
+    )
+    return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings))
+
+
+def _dedupe(items: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))

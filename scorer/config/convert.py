@@ -1,0 +1,338 @@
+"""Strict conversion between decoded YAML/JSON data and attrs classes.
+
+This is how ``pluginConfig[].args`` become typed objects, for built-in and
+third-party plugins alike, and how scorer decodes its own configuration.
+
+Contract for a plugin's args class
+----------------------------------
+A plugin registers an ``args_type``; conventionally an attrs class named
+``<PluginName>Args``. ``structure(args_type, data, path, kind="<PluginName>Args")``
+turns the ``args`` mapping of the configuration into an instance:
+
+* **Fields and names.** Every attrs field is a key; its JSON name is the
+  camelCase form of the field name (``scoring_strategy`` ->
+  ``scoringStrategy``). Override it with
+  ``attrs.field(metadata={"json": "enableHTTPS"})``. Keys that match no field
+  are errors: ``<path>.<key>: unknown field``.
+* **Defaults.** An omitted key, or an explicit ``null``, takes the field's
+  default; a field without a default is required
+  (``<path>.<key>: Required value``). Give every field a default that is
+  kube's default for it.
+* **Types** (checked strictly; ``true`` is not an int, ``1`` is not a
+  string, an int is accepted where a float is expected): ``bool``, ``int``,
+  ``float``, ``str``, ``bytes`` (a base64 string), ``datetime.timedelta``
+  (a Go duration string such as ``"1m30s"``), ``typing.Literal[...]`` of
+  strings, ``enum.Enum`` subclasses (by value), nested attrs classes,
+  ``tuple[X, ...]`` and ``list[X]``, ``dict[str, X]`` / ``Mapping[str, X]``,
+  ``X | None`` and ``typing.Any`` (passed through as plain data). Integers
+  must fit in 64 bits, or 32 with ``metadata={"bits": 32}``. Annotations are
+  resolved with ``typing.get_type_hints``, so the class must be defined at
+  module level.
+* **Defaulting beyond field defaults** (for example "an empty list means cpu
+  and memory"): use an attrs ``converter=`` on the field (it also applies
+  when the class is built in Python), or define a classmethod
+  ``defaulted(cls, **fields) -> Self``. When present, the converter calls it
+  instead of the constructor, passing only the keys that were present in
+  the data, so it can tell "absent" from "given as zero" (kube's pointer
+  fields). ``TypeError``/``ValueError`` raised by the constructor or
+  ``defaulted`` become errors at the object's path.
+* **Validation.** An optional method ``validate(self) -> list[tuple[str, str]]``
+  returns ``(relative path, message)`` pairs: ``""`` is the object itself,
+  ``"resources[0].weight"`` a nested field. It runs after defaulting, on
+  every attrs object in the tree (a nested class validates itself, its
+  parent only checks what spans several fields). Messages should say what
+  was expected: ``must be in 1..100``.
+* **Header.** At the top level ``apiVersion`` (any string) and ``kind`` are
+  accepted when ``kind`` equals the expected ``<PluginName>Args``.
+
+``unstructure(instance)`` is the inverse for printing: camelCase keys,
+``None`` fields omitted, empty collections omitted when that is also the
+field's default, durations and bytes back in their string forms.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import functools
+import re
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from scorer.config.duration import format_duration, parse_duration
+from scorer.config.validation import join_path, quote
+from scorer.errors import ConfigError
+
+T = TypeVar("T")
+
+_FAILED: Any = object()  # sentinel: conversion failed, the error is recorded
+_INT_BITS = 64
+_HEADER_KEYS = ("apiVersion", "kind")
+
+
+def camel_case(name: str) -> str:
+    """``scoring_strategy`` -> ``scoringStrategy``."""
+    head, *rest = name.strip("_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def json_name(attribute: attrs.Attribute) -> str:  # type: ignore[type-arg]
+    """The configuration key of an attrs field."""
+    return attribute.metadata.get("json") or camel_case(attribute.name)
+
+
+def structure(cls: type[T], data: Any, path: str = "", *, kind: str | None = None) -> T:
+    """Convert ``data`` to an instance of the attrs class ``cls``, strictly.
+
+    Raises ConfigError listing every problem, each with its path below ``path``.
+    """
+    errors: list[tuple[str, str]] = []
+    result = structure_into(cls, data, path, errors, kind=kind)
+    if errors or result is None:
+        raise ConfigError(errors or [(path, "cannot be converted")])
+    return result
+
+
+def structure_into(
+    cls: type[T], data: Any, path: str, errors: list[tuple[str, str]], *, kind: str | None = None
+) -> T | None:
+    """Like ``structure`` but append problems to ``errors``; None if no object could be built.
+
+    An object may be returned together with errors (its ``validate`` failed).
+    """
+    result = _Converter(errors).object(cls, data, path, kind=kind)
+    return None if result is _FAILED else result
+
+
+def unstructure(value: Any) -> Any:
+    """Plain data (dicts with camelCase keys, lists, scalars) for an attrs instance or a value."""
+    if attrs.has(type(value)):
+        out: dict[str, Any] = {}
+        for attribute in attrs.fields(type(value)):
+            item = getattr(value, attribute.name)
+            if item is None:
+                continue
+            if isinstance(item, (tuple, list, dict)) and not item and _default_is_empty(attribute):
+                continue
+            out[json_name(attribute)] = unstructure(item)
+        return out
+    if isinstance(value, Mapping):
+        return {str(key): unstructure(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [unstructure(item) for item in value]
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def plain(data: Any) -> Any:
+    """A deep copy of decoded data as plain dicts and lists (``typing.Any`` fields get this)."""
+    if isinstance(data, Mapping):
+        return {key: plain(item) for key, item in data.items()}
+    if isinstance(data, list):
+        return [plain(item) for item in data]
+    return data
+
+
+def describe(value: Any) -> str:
+    """How a decoded value is named in a type error: ``string "16"``, ``integer 3``, ``object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {quote(value)}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        return f"string {quote(value)}"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list):
+        return "list"
+    return type(value).__name__
+
+
+def _default_is_empty(attribute: attrs.Attribute) -> bool:  # type: ignore[type-arg]
+    default: Any = attribute.default
+    if default is attrs.NOTHING:
+        return False
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            return False
+        default = default.factory()
+    return default is None or (isinstance(default, (tuple, list, dict)) and not default)
+
+
+@functools.cache
+def _fields_of(cls: type) -> dict[str, tuple[attrs.Attribute, Any]]:  # type: ignore[type-arg]
+    hints = typing.get_type_hints(cls)
+    return {
+        json_name(attribute): (attribute, hints.get(attribute.name, attribute.type))
+        for attribute in attrs.fields(cls)
+        if attribute.init
+    }
+
+
+class _Converter:
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        self.failures = 0
+
+    def fail(self, path: str, message: str) -> Any:
+        """Record a conversion error (validation messages are appended directly)."""
+        self.errors.append((path, message))
+        self.failures += 1
+        return _FAILED
+
+    def object(self, cls: type, data: Any, path: str, kind: str | None = None) -> Any:
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            return self.fail(path, f"expected an object, got {describe(data)}")
+        fields = _fields_of(cls)
+        kwargs: dict[str, Any] = {}
+        failures_before = self.failures
+        for key, raw in data.items():
+            if not isinstance(key, str):
+                self.fail(path, f"keys must be strings, got {describe(key)}")
+                continue
+            key_path = join_path(path, key)
+            if kind is not None and key in _HEADER_KEYS:
+                if not isinstance(raw, str):
+                    self.fail(key_path, f"expected a string, got {describe(raw)}")
+                elif key == "kind" and raw != kind:
+                    self.fail(key_path, f"expected {quote(kind)}, got {quote(raw)}")
+                continue
+            entry = fields.get(key)
+            if entry is None:
+                self.fail(key_path, "unknown field")
+                continue
+            if raw is None:  # JSON null leaves the field at its default, as in Go
+                continue
+            attribute, tp = entry
+            value = self.value(tp, raw, key_path, attribute.metadata)
+            if value is not _FAILED:
+                kwargs[attribute.alias or attribute.name] = value
+        for key, (attribute, _) in fields.items():
+            # absent or null; a value that failed to convert is already reported
+            if attribute.default is attrs.NOTHING and data.get(key) is None:
+                self.fail(join_path(path, key), "Required value")
+        if self.failures > failures_before:
+            return _FAILED
+        factory = getattr(cls, "defaulted", None) or cls
+        try:
+            obj = factory(**kwargs)
+        except (TypeError, ValueError) as exc:
+            return self.fail(path, str(exc))
+        validate = getattr(obj, "validate", None)
+        if callable(validate):
+            for relative, message in validate():
+                self.errors.append((join_path(path, relative), message))
+        return obj
+
+    def value(self, tp: Any, data: Any, path: str, metadata: Mapping[str, Any]) -> Any:
+        if tp is Any or tp is object:
+            return plain(data)
+        origin = typing.get_origin(tp)
+        if origin is typing.Union or origin is types.UnionType:
+            options = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+            if data is None:
+                return None
+            if len(options) != 1:
+                raise TypeError(f"{path}: unions other than X | None are not supported ({tp})")
+            return self.value(options[0], data, path, metadata)
+        if origin is Literal:
+            allowed = typing.get_args(tp)
+            if not any(type(data) is type(option) and data == option for option in allowed):
+                supported = ", ".join(quote(a) for a in allowed)
+                return self.fail(
+                    path, f"Unsupported value: {quote(data)}: supported values: {supported}"
+                )
+            return data
+        if origin in (tuple, list, Sequence):
+            args = typing.get_args(tp)
+            if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
+                raise TypeError(f"{path}: only tuple[X, ...] is supported ({tp})")
+            if not isinstance(data, list):
+                return self.fail(path, f"expected a list, got {describe(data)}")
+            item_type = args[0] if args else Any
+            items = [self.value(item_type, item, f"{path}[{i}]", {}) for i, item in enumerate(data)]
+            if any(item is _FAILED for item in items):
+                return _FAILED
+            return items if origin is list else tuple(items)
+        if origin in (dict, Mapping):
+            key_type, item_type = typing.get_args(tp) or (str, Any)
+            if key_type is not str:
+                raise TypeError(f"{path}: only str keys are supported ({tp})")
+            if not isinstance(data, Mapping):
+                return self.fail(path, f"expected an object, got {describe(data)}")
+            out = {}
+            for key, item in data.items():
+                if not isinstance(key, str):
+                    return self.fail(path, f"keys must be strings, got {describe(key)}")
+                out[key] = self.value(item_type, item, join_path(path, key), {})
+            if any(item is _FAILED for item in out.values()):
+                return _FAILED
+            return out
+        if isinstance(tp, type) and attrs.has(tp):
+            return self.object(tp, data, path)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            try:
+                return tp(data)
+            except ValueError:
+                supported = ", ".join(quote(member.value) for member in tp)
+                return self.fail(
+                    path, f"Unsupported value: {quote(data)}: supported values: {supported}"
+                )
+        return self.scalar(tp, data, path, metadata)
+
+    def scalar(self, tp: Any, data: Any, path: str, metadata: Mapping[str, Any]) -> Any:
+        if tp is bool:
+            if isinstance(data, bool):
+                return data
+            return self.fail(path, f"expected a boolean, got {describe(data)}")
+        if tp is int:
+            if not isinstance(data, int) or isinstance(data, bool):
+                return self.fail(path, f"expected an integer, got {describe(data)}")
+            bits = metadata.get("bits", _INT_BITS)
+            if not -(2 ** (bits - 1)) <= data < 2 ** (bits - 1):
+                return self.fail(path, f"must fit in a {bits}-bit integer, got {data}")
+            return data
+        if tp is float:
+            if isinstance(data, bool) or not isinstance(data, (int, float)):
+                return self.fail(path, f"expected a number, got {describe(data)}")
+            return float(data)
+        if tp is str:
+            if isinstance(data, str):
+                return data
+            return self.fail(path, f"expected a string, got {describe(data)}")
+        if tp is timedelta:
+            if not isinstance(data, str):
+                return self.fail(
+                    path, f'expected a duration string such as "1m30s", got {describe(data)}'
+                )
+            try:
+                return parse_duration(data)
+            except ValueError as exc:
+                return self.fail(
+                    path, f'{exc} (expected a duration such as "15s", "1m30s", "100ms")'
+                )
+        if tp is bytes:
+            if not isinstance(data, str):
+                return self.fail(path, f"expected a base64 string, got {describe(data)}")
+            try:
+                return base64.b64decode(re.sub(r"\s+", "", data), validate=True)
+            except (binascii.Error, ValueError):
+                return self.fail(path, "expected a base64 string, got invalid base64")
+        raise TypeError(f"{path}: unsupported field type {tp!r}")

@@ -1,0 +1,270 @@
+"""kube-scheduler's default plugins per API version, and plugins that are gone.
+
+These are the *declared* defaults, as kube-scheduler has them (§2.1, §1.7 of
+the reference). Plugins of these lists that scorer has not implemented stay
+here; resolution skips them with a warning. Plugins removed from Kubernetes
+are dropped from the defaults while decoding (with a warning).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from scorer.config.types import V1, V1BETA1, V1BETA2, V1BETA3, PluginRef, Plugins, PluginSet
+
+
+def _refs(*entries: str | tuple[str, int]) -> tuple[PluginRef, ...]:
+    return tuple(
+        PluginRef(entry) if isinstance(entry, str) else PluginRef(entry[0], entry[1])
+        for entry in entries
+    )
+
+
+def _plugins(*sets: tuple[str, PluginSet]) -> Plugins:
+    return Plugins.from_sets(dict(sets))
+
+
+def _only(key: str, *entries: str | tuple[str, int]) -> tuple[str, PluginSet]:
+    return key, PluginSet(enabled=_refs(*entries))
+
+
+# v1, Kubernetes 1.31-1.36 (default_plugins.go), without DynamicResources.
+_V1 = _plugins(
+    _only(
+        "multiPoint",
+        "SchedulingGates",
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        "NodePorts",
+        ("NodeResourcesFit", 1),
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        "DefaultPreemption",
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        "DefaultBinder",
+    )
+)
+
+# v1beta3 as served last (Kubernetes 1.28): the in-tree volume limit plugins are
+# still listed (they are dropped as removed), SchedulingGates is appended at the
+# end because the PodSchedulingReadiness gate is on.
+_V1BETA3 = _plugins(
+    _only(
+        "multiPoint",
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        "NodePorts",
+        ("NodeResourcesFit", 1),
+        "VolumeRestrictions",
+        "EBSLimits",
+        "GCEPDLimits",
+        "NodeVolumeLimits",
+        "AzureDiskLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        "DefaultPreemption",
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        "DefaultBinder",
+        "SchedulingGates",
+    )
+)
+
+_PER_POINT_FILTER = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "VolumeRestrictions",
+    "EBSLimits",
+    "GCEPDLimits",
+    "NodeVolumeLimits",
+    "AzureDiskLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
+)
+
+# v1beta2 as served last (Kubernetes 1.27): per-point lists, all score weights 1
+# except PodTopologySpread 2.
+_V1BETA2 = _plugins(
+    _only("preEnqueue", "SchedulingGates"),
+    _only("queueSort", "PrioritySort"),
+    _only(
+        "preFilter",
+        "NodeResourcesFit",
+        "NodePorts",
+        "VolumeRestrictions",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "VolumeBinding",
+        "NodeAffinity",
+    ),
+    _only("filter", *_PER_POINT_FILTER),
+    _only("postFilter", "DefaultPreemption"),
+    _only(
+        "preScore",
+        "InterPodAffinity",
+        "PodTopologySpread",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "NodeResourcesBalancedAllocation",
+    ),
+    _only(
+        "score",
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("InterPodAffinity", 1),
+        ("NodeResourcesFit", 1),
+        ("NodeAffinity", 1),
+        ("PodTopologySpread", 2),
+        ("TaintToleration", 1),
+    ),
+    _only("reserve", "VolumeBinding"),
+    _only("preBind", "VolumeBinding"),
+    _only("bind", "DefaultBinder"),
+)
+
+# v1beta1 (algorithmprovider, Kubernetes 1.21) with DefaultPodTopologySpread on,
+# so without SelectorSpread.
+_V1BETA1 = _plugins(
+    _only("queueSort", "PrioritySort"),
+    _only(
+        "preFilter",
+        "NodeResourcesFit",
+        "NodePorts",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "VolumeBinding",
+        "NodeAffinity",
+    ),
+    _only("filter", *_PER_POINT_FILTER),
+    _only("postFilter", "DefaultPreemption"),
+    _only("preScore", "InterPodAffinity", "PodTopologySpread", "TaintToleration", "NodeAffinity"),
+    _only(
+        "score",
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("InterPodAffinity", 1),
+        ("NodeResourcesLeastAllocated", 1),
+        ("NodeAffinity", 1),
+        ("NodePreferAvoidPods", 10000),
+        ("PodTopologySpread", 2),
+        ("TaintToleration", 1),
+    ),
+    _only("reserve", "VolumeBinding"),
+    _only("preBind", "VolumeBinding"),
+    _only("bind", "DefaultBinder"),
+)
+
+_DEFAULT_PLUGINS: dict[str, Plugins] = {
+    V1: _V1,
+    V1BETA3: _V1BETA3,
+    V1BETA2: _V1BETA2,
+    V1BETA1: _V1BETA1,
+}
+
+
+def default_plugins(api_version: str) -> Plugins:
+    """The declared default plugin sets of ``api_version`` (including removed plugins)."""
+    return _DEFAULT_PLUGINS[api_version]
+
+
+# In-tree plugins of current kube-scheduler (any of them may be missing from scorer).
+KUBE_PLUGINS: frozenset[str] = frozenset(
+    {
+        "SchedulingGates",
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+        "DefaultPreemption",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+        "DefaultBinder",
+    }
+)
+
+
+@attrs.frozen(slots=True)
+class RemovedPlugin:
+    """A plugin that Kubernetes removed without a replacement of the same name."""
+
+    name: str
+    history: str  # when, as far as the reference says
+    instead: str = ""  # what to use instead, if anything
+
+    def message(self) -> str:
+        text = f'plugin "{self.name}" was removed from Kubernetes ({self.history})'
+        return f"{text}; {self.instead}" if self.instead else text
+
+
+REMOVED_PLUGINS: dict[str, RemovedPlugin] = {
+    p.name: p
+    for p in (
+        RemovedPlugin(
+            "NodeLabel", "deprecated in v1beta2, not available since v1beta3", "use NodeAffinity"
+        ),
+        RemovedPlugin(
+            "ServiceAffinity",
+            "deprecated in v1beta2, not available since v1beta3",
+            "use InterPodAffinity",
+        ),
+        RemovedPlugin("NodePreferAvoidPods", "deprecated in v1beta2, not available since v1beta3"),
+        RemovedPlugin("SelectorSpread", "not available in v1", "use PodTopologySpread"),
+        RemovedPlugin(
+            "AzureDiskLimits",
+            "dropped from the defaults in 1.31, removed in 1.32",
+            "use NodeVolumeLimits (CSI)",
+        ),
+        RemovedPlugin(
+            "CinderLimits",
+            "dropped from the defaults in 1.31, removed in 1.32",
+            "use NodeVolumeLimits (CSI)",
+        ),
+        RemovedPlugin(
+            "EBSLimits",
+            "dropped from the defaults in 1.31, removed in 1.32",
+            "use NodeVolumeLimits (CSI)",
+        ),
+        RemovedPlugin(
+            "GCEPDLimits",
+            "dropped from the defaults in 1.31, removed in 1.32",
+            "use NodeVolumeLimits (CSI)",
+        ),
+    )
+}
+
+# v1 validation rejects these in enabled lists and pluginConfig (§1.6).
+INVALID_IN_V1: frozenset[str] = frozenset(
+    {"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"}
+)
+
+FIT = "NodeResourcesFit"

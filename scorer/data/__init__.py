@@ -1,0 +1,1 @@
+"""Data shipped with scorer (the demo cluster)."""

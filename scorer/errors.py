@@ -1,0 +1,42 @@
+"""Error types that reach users.
+
+Every error caused by bad input names the input (file, object, field) and
+what was expected, so the CLI can print it on one line without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ScorerError(Exception):
+    """Base class of every error scorer raises on purpose."""
+
+
+class InputError(ScorerError):
+    """Bad user input: a config file, a manifest, an API object, a request."""
+
+
+class QuantityError(InputError):
+    """A Kubernetes resource quantity that cannot be parsed."""
+
+
+class ModelError(InputError):
+    """A Kubernetes object (Pod, Node, Namespace) that is malformed.
+
+    The message names the object (``Pod default/web``) and the field path
+    (``spec.containers[0].resources.requests.cpu``).
+    """
+
+
+class ConfigError(InputError):
+    """An invalid KubeSchedulerConfiguration; holds every field error found."""
+
+    def __init__(self, errors: list[tuple[str, str]], source: str = "") -> None:
+        self.errors = list(errors)
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        lines = [f"{prefix}{path}: {msg}" if path else f"{prefix}{msg}" for path, msg in self.errors]
+        super().__init__("\n".join(lines))
+
+
+class PluginError(ScorerError):
+    """A plugin that cannot be registered or built (duplicate name, bad factory)."""

@@ -1,0 +1,131 @@
+"""``scorer explain``: one full scheduling cycle for one pod, every node evaluated.
+
+The JSON shape is a stable contract (other tools and our conformance checks
+read it); see ``explain_pod``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from scorer.assembly import assemble
+from scorer.errors import InputError
+from scorer.framework.cycle_state import CycleState
+from scorer.memory import InMemoryCluster
+from scorer.model import LoadedObjects, Pod
+from scorer.registry import PluginRegistry
+
+
+def find_pod(objects: LoadedObjects, ref: str) -> Pod:
+    """``ns/name``, or ``name`` in the ``default`` namespace."""
+    key = ref if "/" in ref else f"default/{ref}"
+    for pod in objects.pods:
+        if pod.key == key:
+            return pod
+    names = ", ".join(sorted(p.key for p in objects.pods)[:10]) or "none"
+    raise InputError(f"pod {key!r} is not in the cluster file (pods: {names})")
+
+
+def explain_pod(
+    objects: LoadedObjects,
+    config_source: Any,
+    pod_ref: str,
+    *,
+    registry: PluginRegistry | None = None,
+    autoload: bool | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Returns exactly::
+
+        {"pod": "<ns>/<name>", "profile": "<schedulerName>",
+         "nodes": {"<node>": {"feasible": bool, "filter": null | {"plugin", "code", "reasons"},
+                              "scores": {"<Plugin>": {"raw", "normalized", "weight", "weighted"}},
+                              "total": int}},
+         "selected": "<node>" | null, "message": "<FitError text or empty>"}
+    """
+    pod = find_pod(objects, pod_ref)
+    cluster = InMemoryCluster.from_objects(objects)
+    asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed)
+    fwk = asm.frameworks.get(pod.scheduler_name)
+    if fwk is None:
+        profiles = ", ".join(sorted(asm.frameworks))
+        raise InputError(
+            f"pod {pod.key} has schedulerName {pod.scheduler_name!r}, which no profile of the configuration "
+            f"defines (profiles: {profiles})"
+        )
+    # The pod is explained as if pending: it does not count on any node itself.
+    others = [p for p in cluster.bound_pods() if p.key != pod.key]
+    asm.cache.load(objects.nodes, others, objects.namespaces)
+    if pod.node_name:
+        pod = attrs.evolve(pod, node_name="")
+    table = asm.cache.table
+    result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True)
+    if result.status.code.label == "Error" and result.selected is None and not result.records:
+        # An internal error before filtering (e.g. a PreFilter plugin raised).
+        pass
+    statuses = result.node_statuses(table)
+    feasible_names = {table.names[int(r)] for r in result.feasible_rows}
+    scores_by_node: dict[str, dict[str, dict[str, int]]] = {}
+    totals: dict[str, int] = {}
+    if result.scores is not None:
+        feasible = [table.names[int(r)] for r in result.feasible_rows]
+        for i, name in enumerate(feasible):
+            per_plugin = {}
+            for ps in result.scores.plugins:
+                raw, norm = int(ps.raw[i]), int(ps.normalized[i])
+                per_plugin[ps.plugin] = {"raw": raw, "normalized": norm, "weight": ps.weight,
+                                         "weighted": norm * ps.weight}
+            scores_by_node[name] = per_plugin
+            totals[name] = sum(v["weighted"] for v in per_plugin.values())
+    nodes: dict[str, Any] = {}
+    for name in table.names:
+        status = statuses.get(name)
+        feasible_node = name in feasible_names
+        nodes[name] = {
+            "feasible": feasible_node,
+            "filter": None
+            if status is None
+            else {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)},
+            "scores": scores_by_node.get(name, {}),
+            "total": totals.get(name, 0),
+        }
+    message = result.message if result.selected is None else ""
+    return {
+        "pod": pod.key,
+        "profile": fwk.profile_name,
+        "nodes": nodes,
+        "selected": result.selected,
+        "message": message,
+    }
+
+
+def format_table(explanation: dict[str, Any]) -> str:
+    """A readable table of an explanation."""
+    lines = [f"pod {explanation['pod']}  profile {explanation['profile']}"]
+    plugins: list[str] = []
+    for node in explanation["nodes"].values():
+        for plugin in node["scores"]:
+            if plugin not in plugins:
+                plugins.append(plugin)
+    header = ["NODE", "FEASIBLE", *plugins, "TOTAL", "FILTERED BY"]
+    rows = []
+    for name, node in explanation["nodes"].items():
+        marker = "*" if name == explanation["selected"] else ""
+        cells = [name + marker, "yes" if node["feasible"] else "no"]
+        for plugin in plugins:
+            s = node["scores"].get(plugin)
+            cells.append("" if s is None else f"{s['normalized']}x{s['weight']}={s['weighted']}")
+        cells.append(str(node["total"]) if node["feasible"] else "")
+        f = node["filter"]
+        cells.append("" if f is None else f"{f['plugin']} ({f['code']}): {'; '.join(f['reasons'])}")
+        rows.append(cells)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if explanation["selected"]:
+        lines.append(f"selected: {explanation['selected']}  (* marks it; cells are normalized x weight)")
+    else:
+        lines.append(f"unschedulable: {explanation['message']}")
+    return "\n".join(lines)

@@ -1,0 +1,24 @@
+"""The scheduling framework: statuses, cycle state, plugin runtime."""
+
+from scorer.framework.cycle_state import CycleState
+from scorer.framework.status import Code, Status
+from scorer.framework.types import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    FilterVerdict,
+    NodeBatch,
+    NodeInfo,
+    PreFilterResult,
+)
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "Code",
+    "CycleState",
+    "FilterVerdict",
+    "NodeBatch",
+    "NodeInfo",
+    "PreFilterResult",
+    "Status",
+]

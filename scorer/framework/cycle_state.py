@@ -1,0 +1,42 @@
+"""Per-cycle scratch space shared by a pod's plugins (PreFilter -> Filter ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CycleState:
+    """Data one plugin passes from an early extension point to a later one.
+
+    Keys are private to the plugin that writes them (kube style: the plugin's
+    name plus a suffix). Reading a missing key raises ``KeyError`` naming it.
+    """
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        try:
+            return self._data[key]
+        except KeyError:
+            raise KeyError(f"cycle state has no {key!r}: its PreFilter/PreScore did not run") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        other = CycleState()
+        other._data = dict(self._data)
+        other.skip_filter_plugins = set(self.skip_filter_plugins)
+        other.skip_score_plugins = set(self.skip_score_plugins)
+        return other

@@ -1,0 +1,107 @@
+"""The methods a plugin object may have, one group per extension point.
+
+A plugin is any object with a ``name`` attribute and some of these methods;
+the framework finds them by name (see ``scorer.registry.POINT_METHODS``).
+Filter and Score come in two styles; a plugin implements one of them:
+
+* vectorized (``filter_batch``, ``score_batch``): called once per cycle with a
+  ``NodeBatch`` of all candidate nodes; returns a ``FilterVerdict`` / an int64
+  array aligned with ``nodes.rows``. The built-ins use this style.
+* per node (``filter``, ``score``): called once per node with a ``NodeInfo``;
+  returns a ``Status`` (or None for success) / an int (or ``(int, Status)``).
+  Simple to write; the framework adapts it to the vectorized loop.
+
+Every method may return None for Success. Exceptions raised by a plugin
+become an Error status naming the plugin; the scheduler keeps running and
+the pod is retried with backoff. Scores must be in [0, 100] after
+NormalizeScore (or raw, for plugins without it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.status import Status
+    from scorer.framework.types import FilterVerdict, NodeBatch, NodeInfo, PreFilterResult
+    from scorer.model import Pod
+    from scorer.queue import QueuedPodInfo
+
+
+class Plugin(Protocol):
+    name: str
+
+
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """True if ``a`` should be scheduled before ``b``."""
+
+
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Before the pod enters the active queue; non-success gates it."""
+
+
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> PreFilterResult | Status | None:
+        """Once per cycle before Filter. Skip = do not call this plugin's Filter.
+        A rejection makes the pod unschedulable on every node."""
+
+
+class FilterPlugin(Plugin, Protocol):
+    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
+        """Vectorized Filter over candidate nodes."""
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        """Per-node Filter."""
+
+
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: dict[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        """After no node fit; may nominate a node (preemption). Returns (node, status)."""
+
+
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
+        """Once per cycle before Score, with the feasible nodes. Skip = no Score."""
+
+
+class ScorePlugin(Plugin, Protocol):
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        """Vectorized Score: one int per feasible node."""
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int | tuple[int, Status]:
+        """Per-node Score."""
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray | None:
+        """Optional: map raw scores (int64 array, feasible-node order) into [0, 100];
+        return the new array or modify it in place and return None."""
+
+
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """The pod is assumed on ``node_name``; claim what it needs."""
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Undo ``reserve`` after a later failure (must be idempotent)."""
+
+
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | tuple[Status, float] | None:
+        """Approve, deny, or hold (Wait with a timeout in seconds) the binding."""
+
+
+class BindPlugins(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
+        """Before Bind; may be async."""
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
+        """Bind the pod; may be async. Skip passes to the next Bind plugin."""
+
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
+        """After a successful bind; informational; may be async."""

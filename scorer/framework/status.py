@@ -1,0 +1,90 @@
+"""Status codes returned by plugins, and how the scheduler reacts to each."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+
+class Code(enum.IntEnum):
+    """kube-scheduler's status codes.
+
+    SUCCESS: the plugin ran and accepts.
+    ERROR: an internal error; the pod is requeued with backoff and gets a
+        ``SchedulerError`` condition.
+    UNSCHEDULABLE: the node (or pod) is rejected for now; preemption or a
+        cluster event may help. The pod goes to the unschedulable pool.
+    UNSCHEDULABLE_AND_UNRESOLVABLE: rejected, and preemption cannot help.
+    WAIT: a Permit plugin holds the pod.
+    SKIP: PreFilter/PreScore say the plugin has nothing to do for this pod;
+        its Filter/Score is then not called. In Bind: try the next binder.
+    PENDING: the pod waits for something outside the scheduler.
+    """
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    @property
+    def label(self) -> str:
+        """The name kube-scheduler prints (``UnschedulableAndUnresolvable``)."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+_REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
+
+
+@attrs.frozen(slots=True)
+class Status:
+    """Result of one plugin call. ``plugin`` names the plugin that produced it."""
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @classmethod
+    def error(cls, message: str, plugin: str = "") -> Status:
+        return cls(Code.ERROR, (message,), plugin)
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, plugin: str = "", resolvable: bool = True) -> Status:
+        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return cls(code, tuple(reasons), plugin)
+
+    @classmethod
+    def skip(cls) -> Status:
+        return cls(Code.SKIP)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending."""
+        return self.code in _REJECTED
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        return self if self.plugin == plugin else attrs.evolve(self, plugin=plugin)
+
+
+SUCCESS = Status()

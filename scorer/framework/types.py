@@ -1,0 +1,163 @@
+"""Data handed to plugins: node batches (vectorized), node infos (per node), verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from scorer.framework.status import Code, Status
+
+if TYPE_CHECKING:
+    from scorer.cache import NodeTable
+    from scorer.model import Node, Pod
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@attrs.frozen(slots=True)
+class NodeInfo:
+    """One node with what is on it, for per-node plugins.
+
+    ``requested`` sums the effective requests of the node's pods (assumed pods
+    included); ``pods`` counts under ``requested["pods"]``. ``non_zero_cpu`` and
+    ``non_zero_memory`` sum the pods' non-zero requests (kube's NonZeroRequested).
+    """
+
+    node: Node
+    pods: tuple[Pod, ...]
+    allocatable: dict[str, int]
+    requested: dict[str, int]
+    non_zero_cpu: int
+    non_zero_memory: int
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+class NodeBatch:
+    """The candidate nodes of one plugin call, as rows of the columnar NodeTable.
+
+    Vectorized plugins read whole columns (``allocatable("cpu")``) and return
+    one value per node, in ``rows`` order. ``rows`` must not be modified.
+    """
+
+    __slots__ = ("table", "rows")
+
+    def __init__(self, table: NodeTable, rows: np.ndarray) -> None:
+        self.table = table
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def names(self) -> list[str]:
+        names = self.table.names
+        return [names[r] for r in self.rows.tolist()]
+
+    def node(self, i: int) -> Node:
+        return self.table.nodes[int(self.rows[i])]
+
+    def nodes(self) -> list[Node]:
+        nodes = self.table.nodes
+        return [nodes[r] for r in self.rows.tolist()]
+
+    def node_infos(self) -> Iterator[NodeInfo]:
+        for r in self.rows.tolist():
+            yield self.table.node_info(r)
+
+    def allocatable(self, resource: str) -> np.ndarray:
+        """int64 allocatable of ``resource`` per node (0 where the node has none)."""
+        col = self.table.resource_index.get(resource)
+        if col is None:
+            return np.zeros(len(self.rows), dtype=np.int64)
+        return self.table.allocatable[self.rows, col]
+
+    def requested(self, resource: str) -> np.ndarray:
+        """int64 sum of the pods' requests of ``resource`` per node."""
+        col = self.table.resource_index.get(resource)
+        if col is None:
+            return np.zeros(len(self.rows), dtype=np.int64)
+        return self.table.requested[self.rows, col]
+
+    def non_zero_requested(self, resource: str) -> np.ndarray:
+        """kube's NonZeroRequested for ``cpu`` or ``memory``."""
+        col = {"cpu": 0, "memory": 1}[resource]
+        return self.table.non_zero_requested[self.rows, col]
+
+    def taint_set_ids(self) -> np.ndarray:
+        """Per node, the id of its taint set in ``table.taint_sets``."""
+        return self.table.taint_set[self.rows]
+
+    def unschedulable(self) -> np.ndarray:
+        return self.table.unschedulable[self.rows]
+
+
+# Severity order of rejection codes inside a FilterVerdict (0 = passes).
+_SEVERITY = {
+    Code.UNSCHEDULABLE: 1,
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: 2,
+    Code.PENDING: 3,
+    Code.ERROR: 4,
+}
+_SEVERITY_CODE = {v: k for k, v in _SEVERITY.items()}
+
+
+class FilterVerdict:
+    """A vectorized Filter result over a NodeBatch.
+
+    ``reject(mask, reason, code)`` rejects the nodes where ``mask`` is true with
+    one reason; a node rejected several times gets every reason, in call order,
+    and the most severe code (Error > Pending > UnschedulableAndUnresolvable >
+    Unschedulable).
+    """
+
+    __slots__ = ("size", "severity", "reasons")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.severity = np.zeros(size, dtype=np.int8)
+        self.reasons: list[tuple[str, np.ndarray]] = []
+
+    def reject(self, mask: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.size,):
+            raise ValueError(f"mask has shape {mask.shape}, expected ({self.size},)")
+        if not mask.any():
+            return
+        level = _SEVERITY[code]
+        np.maximum(self.severity, np.where(mask, level, 0).astype(np.int8), out=self.severity)
+        self.reasons.append((reason, mask))
+
+    def reject_one(self, index: int, status: Status) -> None:
+        mask = np.zeros(self.size, dtype=bool)
+        mask[index] = True
+        if not status.reasons:
+            self.reject(mask, "", status.code)
+            return
+        for reason in status.reasons:
+            self.reject(mask, reason, status.code)
+
+    @property
+    def failed(self) -> np.ndarray:
+        return self.severity > 0
+
+    def status_at(self, index: int, plugin: str = "") -> Status:
+        level = int(self.severity[index])
+        if level == 0:
+            return Status(plugin=plugin)
+        reasons = tuple(r for r, m in self.reasons if m[index] and r)
+        return Status(_SEVERITY_CODE[level], reasons, plugin)
+
+
+@attrs.frozen(slots=True)
+class PreFilterResult:
+    """PreFilter's narrowing of the candidate nodes (None = all nodes)."""
+
+    node_names: frozenset[str] | None = None
+    status: Status = Status()

@@ -1,0 +1,43 @@
+"""The plugin contract: the pluggy hooks a plugin distribution implements.
+
+A distribution exposes an entry point in the group ``scorer`` whose value is
+a module path (``[options.entry_points] scorer = my_plugin = my_pkg.plugin``).
+That module implements the hooks below, marked with ``scorer.hookimpl``.
+The framework then calls the registered plugin objects directly at each
+extension point (see ``scorer.framework.interface`` for their methods).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from scorer.registry import PluginRegistry
+
+hookspec = pluggy.HookspecMarker("scorer")
+hookimpl = pluggy.HookimplMarker("scorer")
+
+#: Version of this contract. Bumped when a hook or a plugin method changes.
+PLUGIN_API_VERSION = 1
+
+
+@hookspec
+def scorer_register_plugins(registry: PluginRegistry) -> None:
+    """Register this distribution's plugins.
+
+    When: once, while the plugin registry is built (``scorer.registry.build_registry``),
+    before any configuration is read. Called by: the registry factory, for
+    the built-ins first and then for every loaded entry point.
+
+    Params: ``registry`` -- call ``registry.register(NAME, factory,
+    args_type=NameArgs)`` once per plugin. ``factory(args, handle)`` builds
+    the plugin when a profile enables it; ``args`` is an instance of
+    ``args_type`` converted strictly from ``pluginConfig[].args`` (None when
+    the plugin has no args type); ``handle`` gives access to the cluster
+    cache and the profile.
+
+    Returns: nothing. A name registered twice is an error naming both
+    distributions.
+    """

@@ -1,0 +1,1 @@
+"""Helpers shared by built-in plugins."""

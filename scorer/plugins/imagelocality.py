@@ -1,0 +1,122 @@
+"""ImageLocality: favour nodes that already have the pod's container images
+(reference §3.9). No NormalizeScore: the score is already 0..100.
+
+Each image found on the node contributes its size scaled by the share of
+nodes that have it, ``int64(float64(size) * (float64(numNodes) /
+float64(totalNodes)))`` as kube's ``scaledImageScore``, so an image present
+everywhere does not pull every pod to the same place. The sum is clamped to
+[23 MiB, 1000 MiB x containers] and mapped linearly onto 0..100.
+
+Node image lists only change with node updates, so they are indexed once per
+set of nodes (image name -> rows of the nodes that have it) and a cycle does
+one numpy update per container of the pod.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scorer.framework import NodeBatch
+from scorer.framework.types import MAX_NODE_SCORE
+
+if TYPE_CHECKING:
+    from scorer.cache import NodeTable
+    from scorer.framework import CycleState
+    from scorer.model import Node, Pod
+    from scorer.registry import PluginRegistry
+
+NAME = "ImageLocality"
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+DEFAULT_IMAGE_TAG = "latest"
+
+
+def normalized_image_name(name: str) -> str:
+    """Append ``:latest`` when the name has no tag (no ``:`` after the last ``/``)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return f"{name}:{DEFAULT_IMAGE_TAG}"
+    return name
+
+
+def calculate_priority(sum_scores: np.ndarray, num_containers: int) -> np.ndarray:
+    """kube's calculatePriority per node: clamp into [23 MiB, 1000 MiB x containers],
+    then ``100 * (sum - min) / (max - min)`` in integers."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = np.clip(sum_scores, MIN_THRESHOLD, max_threshold)
+    # Both operands are >= 0, so floor division is Go's truncating division.
+    return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+class _ImageIndex:
+    """The images of one table's nodes: ``rows_of[name]`` are the rows of the
+    nodes listing the image name, ``sizes[name]`` its size.
+
+    The size is the one of the first node (in row order) listing the name:
+    kube's cache keeps the size reported by the first node that had it.
+    """
+
+    __slots__ = ("table", "version", "nodes", "sizes", "rows_of")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.version = table.version
+        self.nodes: list[Node] = list(table.nodes)
+        self.sizes: dict[str, int] = {}
+        rows_of: dict[str, list[int]] = {}
+        for row, node in enumerate(self.nodes):
+            for image in node.images:
+                for name in image.names:
+                    self.sizes.setdefault(name, image.size_bytes)
+                    rows = rows_of.setdefault(name, [])
+                    if not rows or rows[-1] != row:  # a node counts once per name
+                        rows.append(row)
+        self.rows_of = {name: np.array(rows, dtype=np.int64) for name, rows in rows_of.items()}
+
+    def still_valid(self, table: NodeTable) -> bool:
+        if self.table is not table:
+            return False
+        if self.version != table.version:
+            if self.nodes != table.nodes:  # identity first: cheap when only pods changed
+                return False
+            self.version = table.version
+        return True
+
+
+class ImageLocality:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._index: _ImageIndex | None = None
+
+    def _images(self, table: NodeTable) -> _ImageIndex:
+        index = self._index
+        if index is None or not index.still_valid(table):
+            index = self._index = _ImageIndex(table)
+        return index
+
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        table = nodes.table
+        index = self._images(table)
+        total_nodes = len(table)
+        containers = (*pod.init_containers, *pod.containers)
+        sums = np.zeros(total_nodes, dtype=np.int64)
+        for container in containers:
+            name = normalized_image_name(container.image)
+            rows = index.rows_of.get(name)
+            if rows is None:
+                continue
+            # kube's scaledImageScore, in the same float64 operations.
+            spread = float(len(rows)) / float(total_nodes)
+            sums[rows] += int(float(index.sizes[name]) * spread)
+        return calculate_priority(sums[nodes.rows], len(containers))
+
+
+def factory(args: Any, handle: Any) -> ImageLocality:
+    return ImageLocality()
+
+
+def register(registry: PluginRegistry) -> None:
+    registry.register(NAME, factory, plugin_type=ImageLocality)

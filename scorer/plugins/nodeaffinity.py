@@ -1,0 +1,331 @@
+"""NodeAffinity: Filter on the pod's ``nodeSelector``, its required node
+affinity and the scheduler-enforced ``addedAffinity``; Score by the weights of
+the preferred terms a node matches (reference §3.7).
+
+Selectors are evaluated per label key, per distinct label value: the node
+labels of the table are turned into one integer code column per key (built
+lazily and kept while the nodes do not change), a requirement is decided once
+for each distinct value, and the answer is spread over the nodes by indexing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from scorer.framework import Code, NodeBatch, PreFilterResult, Status
+from scorer.framework.types import FilterVerdict
+from scorer.model import NodeAffinity as NodeAffinitySpec
+from scorer.model import (
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    _FieldError,
+    _node_affinity,
+    parse_int64,
+)
+from scorer.plugins.helper.normalize import default_normalize_score
+
+if TYPE_CHECKING:
+    from scorer.cache import NodeTable
+    from scorer.framework import CycleState
+    from scorer.model import Node, Pod
+    from scorer.registry import PluginRegistry
+
+NAME = "NodeAffinity"
+# kube's reasons (node_affinity.go): the pod's own selector/affinity, the
+# args' addedAffinity, and PreFilter's matchFields terms naming no node at all.
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+_PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_SCORE_KEY = "PreScore" + NAME
+_NODE_NAME_FIELD = "metadata.name"
+
+
+@attrs.frozen(slots=True)
+class NodeAffinityArgs:
+    """Args of NodeAffinity.
+
+    ``added_affinity`` is a node affinity applied to every pod: its required
+    terms are AND-ed with the pod's, its preferred terms added to the score.
+    Given as the API's ``NodeAffinity`` mapping (``requiredDuringScheduling...``),
+    it is parsed into ``scorer.model.NodeAffinity`` on construction; a parse
+    error leaves it None and is reported by ``validate``.
+    """
+
+    added_affinity: Any = None
+    _parse_errors: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), init=False, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        raw = self.added_affinity
+        if raw is None or isinstance(raw, NodeAffinitySpec):
+            return
+        parsed: NodeAffinitySpec | None = None
+        errors: tuple[tuple[str, str], ...] = ()
+        if not isinstance(raw, Mapping):
+            errors = (("addedAffinity", f"expected an object, got {type(raw).__name__}"),)
+        else:
+            try:
+                parsed = _node_affinity(raw, "addedAffinity")
+            except _FieldError as error:
+                errors = ((error.path, error.message),)
+        object.__setattr__(self, "added_affinity", parsed)
+        object.__setattr__(self, "_parse_errors", errors)
+
+    def validate(self) -> list[tuple[str, str]]:
+        return list(self._parse_errors)
+
+
+@attrs.frozen(slots=True)
+class _FilterState:
+    node_selector: Mapping[str, str]
+    required: NodeSelector | None
+
+
+class _LabelColumn:
+    """One label key over the nodes of a table, as integer codes.
+
+    ``codes[row]`` is the code of the node's value; ``code_of`` maps each
+    distinct value (None: the node lacks the label) to its code. A requirement
+    is decided once per distinct value (``lookup``), then spread by indexing.
+    """
+
+    __slots__ = ("codes", "code_of", "_ints")
+
+    def __init__(self, key: str, nodes: list[Node]) -> None:
+        code_of: dict[str | None, int] = {}
+        self.codes = np.fromiter(
+            (code_of.setdefault(node.labels.get(key), len(code_of)) for node in nodes),
+            dtype=np.int64,
+            count=len(nodes),
+        )
+        self.code_of = code_of
+        self._ints: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _parsed(self) -> tuple[np.ndarray, np.ndarray]:
+        """(value as int64, parses as int64) per code, for Gt and Lt."""
+        if self._ints is None:
+            parsed = [None if v is None else parse_int64(v) for v in self.code_of]
+            valid = np.array([p is not None for p in parsed], dtype=bool)
+            ints = np.array([p if p is not None else 0 for p in parsed], dtype=np.int64)
+            self._ints = (ints, valid)
+        return self._ints
+
+    def lookup(self, req: NodeSelectorRequirement) -> np.ndarray:
+        """Bool per code: does a node with that value match ``req``?
+
+        Same semantics as ``NodeSelectorRequirement.matches`` (kube's
+        ``labels.Requirement``); O(len(req.values)) for In and NotIn.
+        """
+        op = req.operator
+        lut = np.zeros(len(self.code_of), dtype=bool)
+        if op in ("In", "NotIn"):
+            for value in req.values:
+                code = self.code_of.get(value)
+                if code is not None:
+                    lut[code] = True
+            return lut if op == "In" else ~lut  # a missing label is "not in"
+        if op in ("Exists", "DoesNotExist"):
+            lut[:] = True
+            missing = self.code_of.get(None)
+            if missing is not None:
+                lut[missing] = False
+            return lut if op == "Exists" else ~lut
+        if op in ("Gt", "Lt") and len(req.values) == 1:
+            want = parse_int64(req.values[0])
+            if want is None:
+                return lut
+            ints, valid = self._parsed()
+            return valid & (ints > want if op == "Gt" else ints < want)
+        return lut
+
+
+class _LabelColumns:
+    """Node labels of one table as ``_LabelColumn``s, built per key on demand.
+
+    Valid while the table's node objects are the same: pod changes bump
+    ``table.version`` without touching labels.
+    """
+
+    __slots__ = ("table", "version", "nodes", "columns")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.version = table.version
+        self.nodes: list[Node] = list(table.nodes)
+        self.columns: dict[str, _LabelColumn] = {}
+
+    def still_valid(self, table: NodeTable) -> bool:
+        if self.table is not table:
+            return False
+        if self.version != table.version:
+            # Identity comparison first: O(nodes) in C, no Python per node.
+            if self.nodes != table.nodes:
+                return False
+            self.version = table.version
+        return True
+
+    def column(self, key: str) -> _LabelColumn:
+        col = self.columns.get(key)
+        if col is None:
+            col = self.columns[key] = _LabelColumn(key, self.nodes)
+        return col
+
+
+def _required_of(pod: Pod) -> NodeSelector | None:
+    affinity = pod.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    return affinity.node_affinity.required
+
+
+def _preferred_of(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
+    affinity = pod.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return ()
+    return affinity.node_affinity.preferred
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, args: NodeAffinityArgs) -> None:
+        self.args = args
+        added = args.added_affinity
+        self.added_required: NodeSelector | None = added.required if added is not None else None
+        # kube keeps the added preferred terms (possibly none) whenever addedAffinity is set.
+        self.added_preferred: tuple[PreferredSchedulingTerm, ...] | None = (
+            added.preferred if added is not None else None
+        )
+        self._labels: _LabelColumns | None = None
+
+    # -- vectorized selector evaluation --------------------------------------------
+    def _columns(self, table: NodeTable) -> _LabelColumns:
+        labels = self._labels
+        if labels is None or not labels.still_valid(table):
+            labels = self._labels = _LabelColumns(table)
+        return labels
+
+    def _requirement(
+        self, req: NodeSelectorRequirement, nodes: NodeBatch, field: bool
+    ) -> np.ndarray:
+        if field:  # matchFields: metadata.name In/NotIn one name
+            named = np.zeros(len(nodes.table), dtype=bool)
+            for value in req.values:
+                row = nodes.table.index.get(value)
+                if row is not None:
+                    named[row] = True
+            hit = named[nodes.rows]
+            return hit if req.operator == "In" else ~hit
+        column = self._columns(nodes.table).column(req.key)
+        return column.lookup(req)[column.codes[nodes.rows]]
+
+    def _term(self, term: NodeSelectorTerm, nodes: NodeBatch) -> np.ndarray:
+        if not term.match_expressions and not term.match_fields:
+            return np.zeros(len(nodes), dtype=bool)  # an empty term matches no node
+        match = np.ones(len(nodes), dtype=bool)
+        for req in term.match_expressions:
+            match &= self._requirement(req, nodes, field=False)
+        for req in term.match_fields:
+            if req.key != _NODE_NAME_FIELD:
+                return np.zeros(len(nodes), dtype=bool)
+            match &= self._requirement(req, nodes, field=True)
+        return match
+
+    def _selector(self, selector: NodeSelector, nodes: NodeBatch) -> np.ndarray:
+        match = np.zeros(len(nodes), dtype=bool)
+        for term in selector.terms:
+            match |= self._term(term, nodes)
+        return match
+
+    def _labels_match(self, labels: Mapping[str, str], nodes: NodeBatch) -> np.ndarray:
+        match = np.ones(len(nodes), dtype=bool)
+        for key, value in labels.items():
+            # labels.SelectorFromSet: the label exists and equals the value.
+            equals = NodeSelectorRequirement(key=key, operator="In", values=(value,))
+            match &= self._requirement(equals, nodes, field=False)
+        return match
+
+    def _preferred_sum(
+        self, terms: Iterable[PreferredSchedulingTerm], nodes: NodeBatch
+    ) -> np.ndarray:
+        total = np.zeros(len(nodes), dtype=np.int64)
+        for term in terms:
+            if term.weight == 0:
+                continue
+            total += np.where(self._term(term.preference, nodes), term.weight, 0)
+        return total
+
+    # -- filter --------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeBatch
+    ) -> PreFilterResult | Status | None:
+        required = _required_of(pod)
+        if required is None and self.added_required is None and not pod.node_selector:
+            return Status.skip()  # nothing to filter for this pod
+        state.write(_PRE_FILTER_KEY, _FilterState(pod.node_selector, required))
+        if required is None or not required.terms:
+            return None
+        # Terms are OR-ed: only if every term pins metadata.name can the nodes be narrowed.
+        names: frozenset[str] | None = None
+        for term in required.terms:
+            term_names: frozenset[str] | None = None
+            for req in term.match_fields:
+                if req.key == _NODE_NAME_FIELD and req.operator == "In":
+                    values = frozenset(req.values)
+                    term_names = values if term_names is None else term_names & values
+            if term_names is None:
+                return None
+            names = term_names if names is None else names | term_names
+        if names is not None and not names:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,))
+        if names:
+            return PreFilterResult(node_names=names)
+        return None
+
+    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict:
+        verdict = FilterVerdict(len(nodes))
+        enforced_fail = np.zeros(len(nodes), dtype=bool)
+        if self.added_required is not None:
+            enforced_fail = ~self._selector(self.added_required, nodes)
+            verdict.reject(enforced_fail, ERR_REASON_ENFORCED, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        pre: _FilterState | None = state.get(_PRE_FILTER_KEY)
+        if pre is None:  # PreFilter disabled
+            pre = _FilterState(pod.node_selector, _required_of(pod))
+        match = self._labels_match(pre.node_selector, nodes)
+        if pre.required is not None:
+            match &= self._selector(pre.required, nodes)
+        verdict.reject(~match & ~enforced_fail, ERR_REASON_POD, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return verdict
+
+    # -- score ---------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
+        preferred = _preferred_of(pod)
+        if not preferred and self.added_preferred is None:
+            return Status.skip()
+        state.write(_PRE_SCORE_KEY, preferred)
+        return None
+
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        preferred = state.get(_PRE_SCORE_KEY)
+        if preferred is None:  # PreScore disabled
+            preferred = _preferred_of(pod)
+        return self._preferred_sum((*(self.added_preferred or ()), *preferred), nodes)
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        return default_normalize_score(scores, reverse=False)
+
+
+def factory(args: NodeAffinityArgs | None, handle: Any) -> NodeAffinity:
+    return NodeAffinity(args if args is not None else NodeAffinityArgs())
+
+
+def register(registry: PluginRegistry) -> None:
+    registry.register(NAME, factory, args_type=NodeAffinityArgs, plugin_type=NodeAffinity)

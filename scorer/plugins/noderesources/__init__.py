@@ -1,0 +1,1 @@
+"""NodeResourcesFit and its scoring strategies."""

@@ -1,0 +1,188 @@
+"""``scorer simulate``: schedule every pending pod of a cluster snapshot in memory.
+
+Time is virtual: when only backing-off pods remain, the clock jumps to the
+next backoff expiry, so retries happen as they would in a cluster without
+the wait. The run is bounded: at most ``max_attempts_per_pod`` attempts per
+pod, then the pod is reported with its last failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from importlib import resources
+from typing import Any
+
+import attrs
+
+from scorer.assembly import Assembly, assemble
+from scorer.memory import InMemoryCluster
+from scorer.model import LoadedObjects, load_file, load_objects
+from scorer.queue import ClusterEvent
+from scorer.registry import PluginRegistry
+from scorer.scheduler import CycleReport, ScheduleResult
+
+DEMO_CLUSTER = "demo-cluster.yaml"
+
+
+class VirtualClock:
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance_to(self, t: float) -> None:
+        self.now = max(self.now, t)
+
+
+@attrs.define(slots=True)
+class Placement:
+    pod: str
+    profile: str
+    node: str | None
+    score: int | None
+    decided_by: str
+    attempts: int
+    message: str = ""
+
+
+@attrs.define(slots=True)
+class SimulationReport:
+    placements: list[Placement]
+    nodes: int
+    placed: int
+    unschedulable: int
+    errors: int
+    ignored: list[str]
+    cycle_seconds: float
+    warnings: tuple[str, ...]
+    cluster: InMemoryCluster
+
+    @property
+    def pods_per_second(self) -> float:
+        attempts = sum(p.attempts for p in self.placements)
+        return attempts / self.cycle_seconds if self.cycle_seconds > 0 else 0.0
+
+
+def load_demo_cluster() -> LoadedObjects:
+    text = resources.files("scorer.data").joinpath(DEMO_CLUSTER).read_text(encoding="utf-8")
+    return load_objects(text, source=f"<built-in {DEMO_CLUSTER}>")
+
+
+def deciding_plugins(result: ScheduleResult | None, table: Any) -> str:
+    """Which plugins made the chosen node win over the runner-up, by weighted points."""
+    if result is None or result.selected is None:
+        return ""
+    feasible = len(result.feasible_positions)
+    if result.nominated:
+        return f"nominated node {result.nominated}"
+    if feasible == 1:
+        return "only feasible node" + (f" of {result.num_all_nodes}" if result.num_all_nodes > 1 else "")
+    scores = result.scores
+    if scores is None or not scores.plugins:
+        return "no score plugins; picked at random"
+    names = [table.names[int(r)] for r in result.feasible_rows]
+    chosen = names.index(result.selected)
+    totals = scores.totals
+    best = int(totals[chosen])
+    ties = int((totals == best).sum())
+    others = [i for i in range(len(names)) if i != chosen]
+    runner = max(others, key=lambda i: int(totals[i]))
+    diffs = []
+    for ps in scores.plugins:
+        delta = ps.weight * (int(ps.normalized[chosen]) - int(ps.normalized[runner]))
+        if delta > 0:
+            diffs.append((delta, ps.plugin))
+    diffs.sort(key=lambda d: (-d[0], d[1]))
+    parts = [f"{plugin} +{delta}" for delta, plugin in diffs]
+    text = ", ".join(parts) if parts else "no plugin separated the best nodes"
+    if ties > 1:
+        text += f" (tie among {ties} nodes, picked at random)"
+    return f"{text} vs {names[runner]}"
+
+
+def simulate(
+    objects: LoadedObjects,
+    config_source: Any = None,
+    *,
+    registry: PluginRegistry | None = None,
+    autoload: bool | None = None,
+    seed: int = 0,
+    max_attempts_per_pod: int = 5,
+) -> SimulationReport:
+    cluster = InMemoryCluster.from_objects(objects)
+    clock = VirtualClock()
+    reports: dict[str, CycleReport] = {}
+    attempts: dict[str, int] = {}
+    asm: Assembly = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
+                             clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r))
+    cache, queue, scheduler = asm.cache, asm.queue, asm.scheduler
+    cache.load(objects.nodes, cluster.bound_pods(), objects.namespaces)
+    ignored: list[str] = []
+    order: list[str] = []
+    for pod in cluster.pending_pods():
+        if pod.scheduler_name in asm.frameworks:
+            queue.add(pod)
+            order.append(pod.key)
+        else:
+            ignored.append(f"{pod.key} (schedulerName {pod.scheduler_name!r})")
+
+    cycle_seconds = 0.0
+
+    async def run() -> None:
+        nonlocal cycle_seconds
+        bound_event = ClusterEvent("AssignedPod", "Add")
+        limit = max_attempts_per_pod * max(len(order), 1)
+        for _ in range(limit):
+            qpi = queue.pop()
+            if qpi is None:
+                expiry = queue.next_backoff_expiry()
+                if expiry is None:
+                    break
+                clock.advance_to(expiry)
+                queue.flush_backoff_completed()
+                continue
+            key = qpi.pod.key
+            attempts[key] = attempts.get(key, 0) + 1
+            if attempts[key] > max_attempts_per_pod:
+                queue.done(key)
+                queue.delete(qpi.pod)
+                continue
+            t0 = time.perf_counter()
+            attempt = scheduler.scheduling_cycle(qpi)
+            cycle_seconds += time.perf_counter() - t0
+            if attempt is not None and await scheduler.binding_cycle(attempt):
+                queue.move_all_to_active_or_backoff(bound_event)
+
+    asyncio.run(run())
+
+    placements = []
+    placed = unschedulable = errors = 0
+    for key in order:
+        report = reports.get(key)
+        n = attempts.get(key, 0)
+        if report is None:
+            placements.append(Placement(key, "", None, None, "", n, "not attempted"))
+            continue
+        if report.outcome == "scheduled":
+            placed += 1
+            score = None
+            result = report.result
+            if result is not None and result.scores is not None and result.selected is not None:
+                names = [cache.table.names[int(r)] for r in result.feasible_rows]
+                score = int(result.scores.totals[names.index(result.selected)])
+            placements.append(Placement(key, report.profile, report.node, score,
+                                        deciding_plugins(result, cache.table), n))
+        else:
+            if report.outcome == "error":
+                errors += 1
+            else:
+                unschedulable += 1
+            placements.append(Placement(key, report.profile, None, None, "", n, report.message))
+    return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
+                            cycle_seconds, asm.warnings, cluster)
+
+
+def load_cluster(path: str | None) -> LoadedObjects:
+    return load_demo_cluster() if path is None else load_file(path)

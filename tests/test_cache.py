@@ -1,0 +1,91 @@
+"""NodeTable columns and ClusterCache bookkeeping."""
+
+from __future__ import annotations
+
+from scorer.cache import PODS, ClusterCache, NodeTable
+from scorer.testing import make_node, make_pod
+
+
+def test_add_pod_updates_columns():
+    table = NodeTable(capacity=1)
+    for i in range(5):  # forces growth
+        table.add_node(make_node(f"n{i}", cpu="2", memory="4Gi"))
+    pod = make_pod("p", cpu="250m", memory="1Gi")
+    assert table.add_pod(pod, "n3")
+    row = table.index["n3"]
+    cpu, mem = table.resource_index["cpu"], table.resource_index["memory"]
+    assert table.requested[row, cpu] == 250
+    assert table.requested[row, mem] == 1024**3
+    assert table.requested[row, PODS] == 1
+    assert table.allocatable[row, cpu] == 2000
+    # Adding the same pod again replaces it instead of double counting.
+    table.add_pod(pod, "n3")
+    assert table.requested[row, cpu] == 250
+    assert table.remove_pod(pod, "n3")
+    assert table.requested[row].tolist() == [0] * len(table.resource_names)
+    assert not table.add_pod(pod, "missing")
+
+
+def test_non_zero_requests_and_extended_columns():
+    table = NodeTable()
+    table.add_node(make_node("n", allocatable={"example.com/dongle": "3"}))
+    table.add_pod(make_pod("bare"), "n")
+    table.add_pod(make_pod("gpu", requests={"example.com/dongle": "2"}), "n")
+    row = table.index["n"]
+    assert table.non_zero_requested[row].tolist() == [200, 2 * 200 * 1024 * 1024]
+    col = table.resource_index["example.com/dongle"]
+    assert table.allocatable[row, col] == 3
+    assert table.requested[row, col] == 2
+
+
+def test_remove_node_moves_last_row():
+    table = NodeTable()
+    for name in ("a", "b", "c"):
+        table.add_node(make_node(name, cpu={"a": "1", "b": "2", "c": "3"}[name]))
+    table.add_pod(make_pod("p", cpu="1"), "c")
+    pods = table.remove_node("a")
+    assert pods == []
+    assert table.names == ["c", "b"]
+    assert table.index == {"c": 0, "b": 1}
+    cpu = table.resource_index["cpu"]
+    assert table.allocatable[0, cpu] == 3000
+    assert table.requested[0, cpu] == 1000
+
+
+def test_taint_sets_are_interned():
+    table = NodeTable()
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
+    table.add_node(make_node("a", taints=[taint]))
+    table.add_node(make_node("b", taints=[taint]))
+    table.add_node(make_node("c"))
+    assert table.taint_set[0] == table.taint_set[1] != table.taint_set[2] == 0
+    assert len(table.taint_sets) == 2
+
+
+def test_cache_assume_forget_and_confirm():
+    cache = ClusterCache()
+    cache.add_node(make_node("n"))
+    pod = make_pod("p", cpu="1")
+    cache.assume(pod, "n")
+    assert cache.is_assumed(pod.key)
+    assert cache.sizes() == {"nodes": 1, "pods": 1, "assumed_pods": 1}
+    cache.forget(pod)
+    assert cache.sizes() == {"nodes": 1, "pods": 0, "assumed_pods": 0}
+    assert cache.table.requested[0].sum() == 0
+    import attrs
+
+    cache.assume(pod, "n")
+    cache.add_pod(attrs.evolve(pod, node_name="n"))
+    assert not cache.is_assumed(pod.key)
+    assert cache.table.requested[0, PODS] == 1
+
+
+def test_pod_seen_before_its_node():
+    cache = ClusterCache()
+    import attrs
+
+    cache.add_pod(attrs.evolve(make_pod("p", cpu="1"), node_name="late"))
+    cache.add_node(make_node("late"))
+    assert cache.table.requested[0, PODS] == 1
+    cache.remove_node("late")
+    assert len(cache.table) == 0
