@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import platform
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from scorer import __version__
-from scorer.assembly import assemble
+from scorer.assembly import assemble, gc_tuned
 from scorer.memory import InMemoryCluster
 from scorer.model import Node, Pod, node_from_dict, pod_from_dict
 
@@ -83,12 +82,10 @@ def run_size(node_count: int, pod_count: int, existing_per_node: int, seed: int)
             if attempt is not None and await scheduler.binding_cycle(attempt):
                 scheduled += 1
 
-    gc.collect()
-    gc.freeze()
-    wall0 = time.perf_counter()
-    asyncio.run(loop())
-    wall = time.perf_counter() - wall0
-    gc.unfreeze()
+    with gc_tuned():
+        wall0 = time.perf_counter()
+        asyncio.run(loop())
+        wall = time.perf_counter() - wall0
     ms = np.array(cycle_times) * 1000.0
     return {
         "nodes": node_count,

@@ -97,7 +97,7 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     resolved = resolve_config(config, catalog)
     print(yaml.safe_dump(effective_config(config, resolved), sort_keys=False).rstrip())
     print("---")
-    print(describe_resolved(resolved).rstrip())
+    print(describe_resolved(resolved, config.warnings).rstrip())
     return 0
 
 

@@ -62,9 +62,6 @@ def explain_pod(
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
     result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True)
-    if result.status.code.label == "Error" and result.selected is None and not result.records:
-        # An internal error before filtering (e.g. a PreFilter plugin raised).
-        pass
     statuses = result.node_statuses(table)
     feasible_names = {table.names[int(r)] for r in result.feasible_rows}
     scores_by_node: dict[str, dict[str, dict[str, int]]] = {}

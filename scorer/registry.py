@@ -168,7 +168,8 @@ def build_registry(
 
     import pluggy
 
-    from scorer import hookspecs, plugins as builtins
+    from scorer import hookspecs
+    from scorer import plugins as builtins
 
     if autoload is None:
         autoload = os.environ.get(AUTOLOAD_ENV, "") not in ("1", "true", "yes")

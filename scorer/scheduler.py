@@ -172,7 +172,9 @@ class Scheduler:
         self.on_report = on_report
 
     # -- algorithm -----------------------------------------------------------------
-    def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False) -> ScheduleResult:
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False
+    ) -> ScheduleResult:
         table = self.cache.table
         num_all = len(table)
         result = ScheduleResult(pod=pod, profile=fwk.profile_name, num_all_nodes=num_all, status=Status())
@@ -200,7 +202,7 @@ class Scheduler:
             if len(result.excluded_rows):
                 result.excluded_status = Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(fwk.points.get('preFilter') and [p.name for p in fwk.points['preFilter']] or []))}]",),
+                    (f"node(s) didn't satisfy plugin(s) [{', '.join(fwk.narrowed_by)}]",),
                 )
 
         # A pod that preemption nominated a node for tries that node first.

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from scorer.assembly import Assembly, assemble
+from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.queue import ClusterEvent
@@ -155,7 +155,8 @@ def simulate(
             if attempt is not None and await scheduler.binding_cycle(attempt):
                 queue.move_all_to_active_or_backoff(bound_event)
 
-    asyncio.run(run())
+    with gc_tuned():
+        asyncio.run(run())
 
     placements = []
     placed = unschedulable = errors = 0

@@ -136,7 +136,8 @@ def test_explain_bad_input_exit_2_one_line(capsys, cluster_file, argv_tail, need
 
 def test_explain_bad_cluster_file(capsys, tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n")
+    path.write_text("kind: Pod\nmetadata: {name: p}\n"
+                    "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n")
     code, _, err = run(capsys, "explain", "--cluster", str(path), "--pod", "p", "--output", "json")
     assert code == 2
     assert "Pod default/p" in err and "spec.containers[0].resources.requests.cpu" in err

@@ -75,7 +75,9 @@ CLUSTER = textwrap.dedent('''
     kind: List
     items:
     - {kind: Node, metadata: {name: plain}, status: {allocatable: {cpu: "8", memory: 16Gi, pods: "20"}}}
-    - {kind: Node, metadata: {name: fast, labels: {ssd: "yes"}}, status: {allocatable: {cpu: "8", memory: 16Gi, pods: "20"}}}
+    - kind: Node
+      metadata: {name: fast, labels: {ssd: "yes"}}
+      status: {allocatable: {cpu: "8", memory: 16Gi, pods: "20"}}
     - {kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}}
     - {kind: Pod, metadata: {name: b}, spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}}
 ''')

@@ -9,7 +9,7 @@ per node) and present both as vectorized to the scheduling algorithm.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -24,7 +24,7 @@ from scorer.framework.types import (
     NodeBatch,
     PreFilterResult,
 )
-from scorer.registry import POINT_METHODS, PluginInfo, extension_points_of
+from scorer.registry import PluginInfo, extension_points_of
 
 
 class _PluginRaised(Exception):
@@ -107,6 +107,7 @@ class Framework:
         self.percentage_of_nodes_to_score: int | None = resolved.percentage_of_nodes_to_score
         self.weights: dict[str, int] = dict(resolved.weights)
         self.handle = handle
+        self.narrowed_by: list[str] = []
         self.plugins: dict[str, Any] = {}
         self.points: dict[str, list[Any]] = {}
         for point, names in resolved.points.items():
@@ -176,15 +177,18 @@ class Framework:
         """Returns the node names PreFilter narrowed the search to (None = all) and a status.
 
         A rejecting status carries the plugin name; Skip marks the plugin's
-        Filter as skipped for this cycle.
+        Filter as skipped for this cycle. The plugins that narrowed the search
+        are in ``self.narrowed_by`` afterwards (for the absent nodes' reason).
         """
         allowed: frozenset[str] | None = None
+        self.narrowed_by = []
         for plugin in self.points.get("preFilter", []):
             try:
                 result = self._guard(plugin, "PreFilter", plugin.pre_filter, state, pod, batch)
                 if isinstance(result, PreFilterResult):
                     status = result.status.with_plugin(plugin.name)
                     if result.node_names is not None:
+                        self.narrowed_by.append(plugin.name)
                         allowed = result.node_names if allowed is None else allowed & result.node_names
                 else:
                     status = _status(result, plugin.name)
@@ -200,7 +204,7 @@ class Framework:
             if allowed is not None and not allowed:
                 return allowed, Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{plugin.name}] simultaneously",),
+                    (f"node(s) didn't satisfy plugin(s) [{', '.join(self.narrowed_by)}] simultaneously",),
                     plugin.name,
                 )
         return allowed, Status()
@@ -431,6 +435,3 @@ class Framework:
     async def run_post_bind(self, state: CycleState, pod: Any, node: str) -> None:
         await self._run_async("postBind", "post_bind", state, pod, node)
 
-
-def point_methods() -> Mapping[str, Sequence[str]]:
-    return POINT_METHODS
