@@ -20,8 +20,6 @@ import attrs
 from scorer.config.convert import unstructure
 
 _MAX_WEIGHT = 100
-_MAX_SCORE = 10
-_MAX_UTILIZATION = 100
 
 
 @attrs.frozen(slots=True)
@@ -89,26 +87,9 @@ class RequestedToCapacityRatioArgs:
     resources: tuple[LegacyResourceSpec, ...] = attrs.field(default=(), converter=_weights_or_one)
 
     def validate(self) -> list[tuple[str, str]]:
-        errors = _weight_errors(self.resources)
-        if not self.shape:
-            return [("shape", "Required value: at least one point must be specified"), *errors]
-        for i in range(1, len(self.shape)):
-            if self.shape[i - 1].utilization >= self.shape[i].utilization:
-                errors.append(
-                    (
-                        f"shape[{i}].utilization",
-                        "utilization values must be sorted in increasing order",
-                    )
-                )
-                break
-        for i, point in enumerate(self.shape):
-            if not 0 <= point.utilization <= _MAX_UTILIZATION:
-                errors.append(
-                    (f"shape[{i}].utilization", f"not in valid range [0, {_MAX_UTILIZATION}]")
-                )
-            if not 0 <= point.score <= _MAX_SCORE:
-                errors.append((f"shape[{i}].score", f"not in valid range [0, {_MAX_SCORE}]"))
-        return errors
+        from scorer.plugins.noderesources.args import shape_errors
+
+        return [*shape_errors(self.shape), *_weight_errors(self.resources)]
 
 
 LEGACY_ARGS: dict[str, tuple[str, type]] = {

@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from scorer.registry import EXTENSION_POINTS
+
 GROUP = "kubescheduler.config.k8s.io"
 V1 = f"{GROUP}/v1"
 V1BETA3 = f"{GROUP}/v1beta3"
@@ -22,21 +24,7 @@ KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 # Plugin set keys of ``profiles[].plugins`` in kube's field order (multiPoint last).
-PLUGIN_SET_KEYS: tuple[str, ...] = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-    "multiPoint",
-)
+PLUGIN_SET_KEYS: tuple[str, ...] = (*EXTENSION_POINTS, "multiPoint")
 MULTI_POINT = "multiPoint"
 # Config key -> attribute of Plugins: "preFilter" -> "pre_filter".
 PLUGIN_SET_ATTRIBUTES: dict[str, str] = {

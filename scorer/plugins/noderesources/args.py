@@ -15,6 +15,7 @@ resource groups have no ``/``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -59,28 +60,7 @@ class RequestedToCapacityRatioParam:
 
     def validate(self) -> list[tuple[str, str]]:
         """kube's ``validateFunctionShape``."""
-        if not self.shape:
-            return [("shape", "Required value: at least one point must be specified")]
-        errors: list[tuple[str, str]] = []
-        for i in range(1, len(self.shape)):
-            if self.shape[i - 1].utilization >= self.shape[i].utilization:
-                errors.append(
-                    (
-                        f"shape[{i}].utilization",
-                        "utilization values must be sorted in increasing order",
-                    )
-                )
-                break
-        for i, point in enumerate(self.shape):
-            if not 0 <= point.utilization <= MAX_UTILIZATION:
-                errors.append(
-                    (f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
-                )
-            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-                errors.append(
-                    (f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-                )
-        return errors
+        return shape_errors(self.shape)
 
 
 DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
@@ -158,3 +138,20 @@ class NodeResourcesFitArgs:
                 errors.append((path, "resource group name can't contain '/'"))
             errors.extend((path, msg) for msg in qualified_name_errors(group))
         return errors
+
+
+def shape_errors(shape: Sequence[Any]) -> list[tuple[str, str]]:
+    """kube's ``validateFunctionShape`` for points with ``utilization`` and ``score``."""
+    if not shape:
+        return [("shape", "Required value: at least one point must be specified")]
+    errors: list[tuple[str, str]] = []
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            errors.append((f"shape[{i}].utilization", "utilization values must be sorted in increasing order"))
+            break
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            errors.append((f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]"))
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append((f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"))
+    return errors
