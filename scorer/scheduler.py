@@ -10,7 +10,6 @@ already assumed on its node.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections import Counter
@@ -347,10 +346,11 @@ class Scheduler:
         """PreBind, Bind, PostBind for an assumed pod; on failure undo and requeue."""
         fwk, state, pod, node = attempt.framework, attempt.state, attempt.pod, attempt.node
         if attempt.permit_wait > 0:
-            # No built-in Permit plugin holds pods; a Wait that nobody allows times out.
-            await asyncio.sleep(attempt.permit_wait)
-            status = Status(Code.UNSCHEDULABLE, ("rejected due to timeout after waiting at permit",), "")
-            return self._bind_failed(attempt, status)
+            waiting = fwk.handle.waiting_pods.get(pod.key)
+            status = await waiting.wait(attempt.permit_wait) if waiting is not None else Status()
+            fwk.handle.waiting_pods.pop(pod.key, None)
+            if not status.is_success():
+                return self._bind_failed(attempt, status)
         status = await fwk.run_pre_bind(state, pod, node)
         if status.is_success():
             status = await fwk.run_bind(state, pod, node)
@@ -369,6 +369,13 @@ class Scheduler:
         fwk, pod, node = attempt.framework, attempt.pod, attempt.node
         fwk.run_unreserve(attempt.state, pod, node)
         self.cache.forget(pod)
+        if status.is_rejected():
+            # A Permit rejection or timeout: kube reports it as a FitError over that one node.
+            message = f"{NO_NODE_AVAILABLE_MSG.format(1)}: {status.message()}."
+            attempt.result.unschedulable_plugins = frozenset({status.plugin} - {""})
+            attempt.result.message = message
+            self._failure(attempt.qpi, fwk, attempt.result, Status(Code.UNSCHEDULABLE, (message,), status.plugin))
+            return False
         message = status.message() or "binding failed"
         error = Status(Code.ERROR, (f"binding rejected: {message}",), status.plugin)
         self._failure(attempt.qpi, fwk, attempt.result, error)

@@ -260,3 +260,46 @@ def test_status_helpers():
     assert Status(Code.UNSCHEDULABLE, ("a", "b")).message() == "a, b"
     assert Code.UNSCHEDULABLE_AND_UNRESOLVABLE.label == "UnschedulableAndUnresolvable"
     assert random.Random(0).random() == random.Random(0).random()
+
+
+class Gate:
+    """A Permit plugin that holds every pod; tests allow or reject it through the handle."""
+
+    name = "Gate"
+
+    def permit(self, state, pod, node):
+        return Status(Code.WAIT), 30.0
+
+
+@pytest.mark.parametrize("decision", ["allow", "reject", "timeout"])
+def test_permit_wait_allow_reject_and_timeout(decision):
+    nodes = [make_node("n1")]
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(config_with("Gate"), nodes, [pod], Gate)
+    asm.queue.add(pod)
+    fwk = asm.frameworks["default-scheduler"]
+
+    async def run():
+        attempt = asm.scheduler.scheduling_cycle(asm.queue.pop())
+        assert attempt is not None and attempt.permit_wait == 30.0
+        # The pod is assumed while it waits: its resources already count.
+        assert asm.cache.is_assumed(pod.key)
+        waiting = fwk.handle.waiting_pods[pod.key]
+        if decision == "allow":
+            waiting.allow("Gate")
+        elif decision == "reject":
+            waiting.reject("Gate", "quota exceeded")
+        else:
+            attempt.permit_wait = 0.01
+        return await asm.scheduler.binding_cycle(attempt)
+
+    bound = asyncio.run(run())
+    assert fwk.handle.waiting_pods == {}
+    if decision == "allow":
+        assert bound and cluster.pods[pod.key].node_name == "n1"
+        return
+    assert not bound and cluster.pods[pod.key].node_name == ""
+    assert not asm.cache.is_assumed(pod.key)
+    expected = "quota exceeded" if decision == "reject" else "rejected due to timeout after waiting at permit"
+    assert cluster.events[-1].note == f"0/1 nodes are available: {expected}."
+    assert cluster.conditions[pod.key].reason == "Unschedulable"

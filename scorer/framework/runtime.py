@@ -33,6 +33,41 @@ class _PluginRaised(Exception):
         self.status = status
 
 
+class WaitingPod:
+    """A pod held by Permit plugins that returned Wait (kube's WaitingPod).
+
+    Each waiting plugin must ``allow(plugin_name)``; one ``reject(plugin_name,
+    message)`` ends the wait. Unanswered, the wait times out and the pod is
+    requeued as unschedulable.
+    """
+
+    def __init__(self, pod: Any, pending_plugins: set[str]) -> None:
+        import asyncio
+
+        self.pod = pod
+        self.pending_plugins = set(pending_plugins)
+        self.rejection: Status | None = None
+        self._done = asyncio.Event()
+
+    def allow(self, plugin: str) -> None:
+        self.pending_plugins.discard(plugin)
+        if not self.pending_plugins:
+            self._done.set()
+
+    def reject(self, plugin: str, message: str) -> None:
+        self.rejection = Status(Code.UNSCHEDULABLE, (message,), plugin)
+        self._done.set()
+
+    async def wait(self, timeout: float) -> Status:
+        import asyncio
+
+        try:
+            await asyncio.wait_for(self._done.wait(), timeout)
+        except TimeoutError:
+            return Status(Code.UNSCHEDULABLE, ("rejected due to timeout after waiting at permit",))
+        return self.rejection if self.rejection is not None else Status()
+
+
 @attrs.define(slots=True)
 class Handle:
     """What a plugin factory gets besides its args: the cluster and the profile.
@@ -46,6 +81,7 @@ class Handle:
     profile_name: str = "default-scheduler"
     binder: Any = None
     extras: dict[str, Any] = attrs.Factory(dict)
+    waiting_pods: dict[str, WaitingPod] = attrs.Factory(dict)  # by pod key
 
 
 @attrs.frozen(slots=True)
@@ -384,8 +420,10 @@ class Framework:
                 pass
 
     def run_permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
-        """Returns (status, wait timeout). Wait statuses are collected with the smallest timeout."""
+        """Returns (status, wait timeout). Wait statuses are collected with the smallest timeout;
+        the waiting plugins are registered in ``handle.waiting_pods`` for them to allow or reject."""
         wait: float | None = None
+        waiting: set[str] = set()
         for plugin in self.points.get("permit", []):
             try:
                 result = self._guard(plugin, "Permit", plugin.permit, state, pod, node)
@@ -397,9 +435,11 @@ class Framework:
             status = _status(result, plugin.name)
             if status.code == Code.WAIT:
                 wait = timeout if wait is None else min(wait, timeout)
+                waiting.add(plugin.name)
             elif not status.is_success():
                 return status, 0.0
         if wait is not None:
+            self.handle.waiting_pods[pod.key] = WaitingPod(pod, waiting)
             return Status(Code.WAIT), wait
         return Status(), 0.0
 
