@@ -201,7 +201,7 @@ class Scheduler:
             if len(result.excluded_rows):
                 result.excluded_status = Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{', '.join(fwk.narrowed_by)}]",),
+                    (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}]",),
                 )
 
         # A pod that preemption nominated a node for tries that node first.

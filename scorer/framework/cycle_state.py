@@ -12,12 +12,14 @@ class CycleState:
     name plus a suffix). Reading a missing key raises ``KeyError`` naming it.
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "narrowed_by")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # PreFilter plugins whose PreFilterResult narrowed the candidate nodes.
+        self.narrowed_by: list[str] = []
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -39,4 +41,5 @@ class CycleState:
         other._data = dict(self._data)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
+        other.narrowed_by = list(self.narrowed_by)
         return other

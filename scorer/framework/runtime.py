@@ -8,6 +8,7 @@ per node) and present both as vectorized to the scheduling algorithm.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -42,8 +43,6 @@ class WaitingPod:
     """
 
     def __init__(self, pod: Any, pending_plugins: set[str]) -> None:
-        import asyncio
-
         self.pod = pod
         self.pending_plugins = set(pending_plugins)
         self.rejection: Status | None = None
@@ -59,8 +58,6 @@ class WaitingPod:
         self._done.set()
 
     async def wait(self, timeout: float) -> Status:
-        import asyncio
-
         try:
             await asyncio.wait_for(self._done.wait(), timeout)
         except TimeoutError:
@@ -143,7 +140,6 @@ class Framework:
         self.percentage_of_nodes_to_score: int | None = resolved.percentage_of_nodes_to_score
         self.weights: dict[str, int] = dict(resolved.weights)
         self.handle = handle
-        self.narrowed_by: list[str] = []
         self.plugins: dict[str, Any] = {}
         self.points: dict[str, list[Any]] = {}
         for point, names in resolved.points.items():
@@ -214,17 +210,16 @@ class Framework:
 
         A rejecting status carries the plugin name; Skip marks the plugin's
         Filter as skipped for this cycle. The plugins that narrowed the search
-        are in ``self.narrowed_by`` afterwards (for the absent nodes' reason).
+        are in ``state.narrowed_by`` afterwards (for the absent nodes' reason).
         """
         allowed: frozenset[str] | None = None
-        self.narrowed_by = []
         for plugin in self.points.get("preFilter", []):
             try:
                 result = self._guard(plugin, "PreFilter", plugin.pre_filter, state, pod, batch)
                 if isinstance(result, PreFilterResult):
                     status = result.status.with_plugin(plugin.name)
                     if result.node_names is not None:
-                        self.narrowed_by.append(plugin.name)
+                        state.narrowed_by.append(plugin.name)
                         allowed = result.node_names if allowed is None else allowed & result.node_names
                 else:
                     status = _status(result, plugin.name)
@@ -240,7 +235,7 @@ class Framework:
             if allowed is not None and not allowed:
                 return allowed, Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{', '.join(self.narrowed_by)}] simultaneously",),
+                    (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}] simultaneously",),
                     plugin.name,
                 )
         return allowed, Status()
