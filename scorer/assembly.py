@@ -15,6 +15,7 @@ import attrs
 from scorer.cache import ClusterCache
 from scorer.config import SchedulerConfig, load_config, resolve_config
 from scorer.framework.runtime import Framework, Handle
+from scorer.metrics import EXTRAS_KEY, MetricsHub, MetricsSnapshot
 from scorer.queue import ClusterEvent, SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
 from scorer.scheduler import CycleReport, EventSink, Scheduler
@@ -30,6 +31,7 @@ class Assembly:
     queue: SchedulingQueue
     scheduler: Scheduler
     warnings: tuple[str, ...]
+    metrics: MetricsHub
 
 
 def build_frameworks(
@@ -65,16 +67,26 @@ def assemble(
     clock: Callable[[], float] = time.monotonic,
     on_report: Callable[[CycleReport], None] | None = None,
     extras: dict[str, Any] | None = None,
+    metrics_snapshot: MetricsSnapshot | None = None,
+    metrics_clock: Callable[[], float] = time.time,
 ) -> Assembly:
     """Build everything from a config (path, mapping or None for defaults) and a cluster source.
 
     ``cluster`` binds pods and records events (InMemoryCluster, or the API).
+    Metric-driven plugins read ``metrics_snapshot`` when given, else query
+    Prometheus; their sources are not started here (``Assembly.metrics``).
     """
     registry = registry if registry is not None else build_registry(autoload=autoload)
     catalog = registry.catalog()
     config = load_config(config_source, catalog)
     resolved = resolve_config(config, catalog)
     cache = ClusterCache()
+    extras = dict(extras or {})
+    hub = extras.get(EXTRAS_KEY)
+    if hub is None:
+        hub = MetricsHub(lambda: cache.table.nodes, snapshot=metrics_snapshot, clock=metrics_clock)
+        extras[EXTRAS_KEY] = hub
+    cache.placement_listeners.append(_placement_recorder(hub))
     frameworks = build_frameworks(resolved, catalog, cache, cluster, extras)
     first = frameworks[resolved[0].scheduler_name]
 
@@ -106,8 +118,20 @@ def assemble(
     )
     warnings = tuple(getattr(config, "warnings", ())) + tuple(
         w for profile in resolved for w in getattr(profile, "warnings", ())
-    )
-    return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings))
+    ) + tuple(hub.warnings)
+    return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub)
+
+
+def _placement_recorder(hub: MetricsHub) -> Callable[[Any, str | None], None]:
+    """Assumed pods become in-flight load until their node's metrics show them."""
+
+    def record(pod: Any, node: str | None) -> None:
+        if node is None:
+            hub.in_flight.removed(pod.key)
+        else:
+            hub.in_flight.placed(pod, node, hub.clock())
+
+    return record
 
 
 def _dedupe(items: tuple[str, ...]) -> tuple[str, ...]:

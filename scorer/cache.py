@@ -9,7 +9,7 @@ O(resources); scheduling cycles read whole columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -41,6 +41,9 @@ class NodeTable:
         self.index: dict[str, int] = {}
         # Bumped on every change; lets plugins cache derived data per version.
         self.version = 0
+        # Bumped when rows are added or removed (row -> node changes); caches of
+        # per-row data that does not depend on pods key on it.
+        self.layout_version = 0
 
     def __len__(self) -> int:
         return len(self.names)
@@ -107,6 +110,7 @@ class NodeTable:
         self.non_zero_requested[row, :] = 0
         self._write_node(row, node)
         self.version += 1
+        self.layout_version += 1
         return row
 
     def update_node(self, node: Node) -> None:
@@ -132,6 +136,7 @@ class NodeTable:
         self.nodes.pop()
         self.pods.pop()
         self.version += 1
+        self.layout_version += 1
         return pods
 
     # -- pods ----------------------------------------------------------------
@@ -198,6 +203,9 @@ class ClusterCache:
         self.pods: dict[str, Pod] = {}
         self.pod_node: dict[str, str] = {}
         self.assumed: set[str] = set()
+        # Called with (pod, node) when a pod is assumed and (pod, None) when it is
+        # forgotten: the metrics hub counts placements not yet visible in metrics.
+        self.placement_listeners: list[Callable[[Pod, str | None], None]] = []
 
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -244,10 +252,14 @@ class ClusterCache:
         self.pod_node[pod.key] = node_name
         self.assumed.add(pod.key)
         self.table.add_pod(pod, node_name)
+        for listener in self.placement_listeners:
+            listener(pod, node_name)
 
     def forget(self, pod: Pod) -> None:
         if pod.key in self.assumed:
             self.remove_pod(pod)
+            for listener in self.placement_listeners:
+                listener(pod, None)
 
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed

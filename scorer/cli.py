@@ -13,6 +13,8 @@ from scorer import __version__
 from scorer.errors import ConfigError, InputError, ScorerError
 
 EXIT_INPUT = 2
+METRICS_HELP = ("MetricsSnapshot file (YAML/JSON) that metric-driven plugins read instead of Prometheus; "
+                "default: MetricsSnapshot documents in the cluster file, else each plugin's Prometheus address")
 
 
 def _registry(args: argparse.Namespace) -> Any:
@@ -39,11 +41,20 @@ def _warn(warnings: Sequence[str]) -> None:
               f"{', '.join(names)}", file=sys.stderr)
 
 
+def _snapshot(args: argparse.Namespace) -> Any:
+    if not args.metrics:
+        return None
+    from scorer.metrics import load_snapshot
+
+    return load_snapshot(args.metrics)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scorer.simulate import load_cluster, simulate
 
     objects = load_cluster(args.cluster)
-    report = simulate(objects, args.config, registry=_registry(args), seed=args.seed)
+    report = simulate(objects, args.config, registry=_registry(args), seed=args.seed,
+                      metrics_snapshot=_snapshot(args))
     _warn(report.warnings)
     if args.output == "json":
         out = {
@@ -79,7 +90,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from scorer.simulate import load_cluster
 
     objects = load_cluster(args.cluster)
-    explanation = explain_pod(objects, args.config, args.pod, registry=_registry(args), seed=args.seed)
+    explanation = explain_pod(objects, args.config, args.pod, registry=_registry(args), seed=args.seed,
+                              metrics_snapshot=_snapshot(args))
     if args.output == "json":
         sys.stdout.write(orjson.dumps(explanation).decode() + "\n")
     else:
@@ -140,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="KubeSchedulerConfiguration file (default: kube-scheduler's defaults)")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.add_argument("--seed", type=int, default=0, help="random seed for tie breaks (default 0)")
+    p.add_argument("--metrics", metavar="FILE", help=METRICS_HELP)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("explain", parents=[common], help="why a pod goes where it goes")
@@ -148,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pod", required=True, help="namespace/name (or name in 'default')")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.add_argument("--seed", type=int, default=0, help="random seed for tie breaks (default 0)")
+    p.add_argument("--metrics", metavar="FILE", help=METRICS_HELP)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("config", help="configuration tools")

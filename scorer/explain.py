@@ -6,14 +6,17 @@ read it); see ``explain_pod``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
 
 from scorer.assembly import assemble
 from scorer.errors import InputError
+from scorer.framework import NodeBatch
 from scorer.framework.cycle_state import CycleState
 from scorer.memory import InMemoryCluster
+from scorer.metrics import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.model import LoadedObjects, Pod
 from scorer.registry import PluginRegistry
 
@@ -36,18 +39,31 @@ def explain_pod(
     registry: PluginRegistry | None = None,
     autoload: bool | None = None,
     seed: int = 0,
+    metrics_snapshot: MetricsSnapshot | None = None,
 ) -> dict[str, Any]:
     """Returns exactly::
 
         {"pod": "<ns>/<name>", "profile": "<schedulerName>",
          "nodes": {"<node>": {"feasible": bool, "filter": null | {"plugin", "code", "reasons"},
                               "scores": {"<Plugin>": {"raw", "normalized", "weight", "weighted"}},
-                              "total": int}},
+                              "total": int,
+                              "metrics": {"<metric>": {"plugin", "value", "ageSeconds", "state",
+                                                       "inFlightPods", "policy"}}}},
          "selected": "<node>" | null, "message": "<FitError text or empty>"}
+
+    ``metrics`` (empty without metric-driven plugins) shows, per node, what
+    each metric-driven plugin of the profile read: the value (null: none),
+    its age in seconds, its state (fresh, stale, missing, warming-up), the
+    pods counted as in flight on the node, and the policy applied.
     """
     pod = find_pod(objects, pod_ref)
     cluster = InMemoryCluster.from_objects(objects)
-    asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed)
+    if metrics_snapshot is None:
+        metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
+    asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
+                   metrics_snapshot=metrics_snapshot)
+    if asm.metrics.prometheus_sources:
+        asyncio.run(asm.metrics.refresh_all())
     fwk = asm.frameworks.get(pod.scheduler_name)
     if fwk is None:
         profiles = ", ".join(sorted(asm.frameworks))
@@ -61,6 +77,7 @@ def explain_pod(
     if pod.node_name:
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
+    metrics = _metrics_by_node(asm.metrics, fwk, NodeBatch(table, table.rows()))
     result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True)
     statuses = result.node_statuses(table)
     feasible_names = {table.names[int(r)] for r in result.feasible_rows}
@@ -87,6 +104,7 @@ def explain_pod(
             else {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)},
             "scores": scores_by_node.get(name, {}),
             "total": totals.get(name, 0),
+            "metrics": metrics.get(name, {}),
         }
     message = result.message if result.selected is None else ""
     return {
@@ -96,6 +114,16 @@ def explain_pod(
         "selected": result.selected,
         "message": message,
     }
+
+
+def _metrics_by_node(hub: MetricsHub, fwk: Any, batch: NodeBatch) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for binding in hub.bindings:
+        if fwk.plugins.get(binding.plugin) is None:
+            continue
+        for node, entry in binding.reader.explain(batch).items():
+            out.setdefault(node, {})[binding.metric] = entry
+    return out
 
 
 def format_table(explanation: dict[str, Any]) -> str:
@@ -125,4 +153,22 @@ def format_table(explanation: dict[str, Any]) -> str:
         lines.append(f"selected: {explanation['selected']}  (* marks it; cells are normalized x weight)")
     else:
         lines.append(f"unschedulable: {explanation['message']}")
+    lines.extend(_metrics_table(explanation))
     return "\n".join(lines)
+
+
+def _metrics_table(explanation: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    metric_rows = [("NODE", "METRIC", "VALUE", "AGE", "STATE", "IN-FLIGHT", "POLICY")]
+    for name, node in explanation["nodes"].items():
+        for metric, m in node.get("metrics", {}).items():
+            value = "-" if m["value"] is None else f"{m['value']:.6g}"
+            age = "-" if m["ageSeconds"] is None else f"{m['ageSeconds']:.0f}s"
+            metric_rows.append((name, metric, value, age, m["state"], str(m["inFlightPods"]), m["policy"]))
+    if len(metric_rows) > 1:
+        lines.append("")
+        lines.append("metrics read by the profile's plugins:")
+        widths = [max(len(r[i]) for r in metric_rows) for i in range(len(metric_rows[0]))]
+        for r in metric_rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return lines

@@ -550,12 +550,14 @@ class Namespace:
 @attrs.frozen(slots=True)
 class LoadedObjects:
     """What ``load_objects`` found; ``skipped`` names objects of other kinds
-    (``"Service default/web"``)."""
+    (``"Service default/web"``) and ``others`` holds them as decoded, for
+    callers that read kinds of their own (a ``MetricsSnapshot``)."""
 
     pods: list[Pod] = attrs.Factory(list)
     nodes: list[Node] = attrs.Factory(list)
     namespaces: list[Namespace] = attrs.Factory(list)
     skipped: list[str] = attrs.Factory(list)
+    others: list[Mapping[str, Any]] = attrs.Factory(list)
 
 
 # --------------------------------------------------------------------------
@@ -1339,6 +1341,7 @@ def _load_one(obj: object, origin: str, default_kind: str | None, loaded: Loaded
     if builder is None or obj.get("apiVersion") not in (None, "v1"):
         # Named objects are listed as "Service default/web"; unnamed by origin.
         loaded.skipped.append(f"{kind}{_object_name(obj, '' if _has_name(obj) else origin)}")
+        loaded.others.append(obj)
         return
     result = builder(obj, origin=origin)
     if isinstance(result, Pod):

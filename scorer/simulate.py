@@ -17,6 +17,7 @@ import attrs
 
 from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.memory import InMemoryCluster
+from scorer.metrics import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.queue import ClusterEvent
 from scorer.registry import PluginRegistry
@@ -110,13 +111,23 @@ def simulate(
     autoload: bool | None = None,
     seed: int = 0,
     max_attempts_per_pod: int = 5,
+    metrics_snapshot: MetricsSnapshot | None = None,
 ) -> SimulationReport:
+    """Schedule every pending pod of ``objects``.
+
+    Metric-driven plugins read ``metrics_snapshot``, else the
+    ``MetricsSnapshot`` documents of the cluster file, else query Prometheus
+    once before the first cycle (their configured ``address``).
+    """
     cluster = InMemoryCluster.from_objects(objects)
     clock = VirtualClock()
     reports: dict[str, CycleReport] = {}
     attempts: dict[str, int] = {}
+    if metrics_snapshot is None:
+        metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
     asm: Assembly = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
-                             clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r))
+                             clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r),
+                             metrics_snapshot=metrics_snapshot)
     cache, queue, scheduler = asm.cache, asm.queue, asm.scheduler
     cache.load(objects.nodes, cluster.bound_pods(), objects.namespaces)
     ignored: list[str] = []
@@ -132,6 +143,7 @@ def simulate(
 
     async def run() -> None:
         nonlocal cycle_seconds
+        await asm.metrics.refresh_all()
         bound_event = ClusterEvent("AssignedPod", "Add")
         limit = max_attempts_per_pod * max(len(order), 1)
         for _ in range(limit):
@@ -182,7 +194,21 @@ def simulate(
                 unschedulable += 1
             placements.append(Placement(key, report.profile, None, None, "", n, report.message))
     return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
-                            cycle_seconds, asm.warnings, cluster)
+                            cycle_seconds, asm.warnings + tuple(source_warnings(asm.metrics)), cluster)
+
+
+def source_warnings(hub: MetricsHub) -> list[str]:
+    """One line per Prometheus source whose fetch failed (the plugins ran under their data policy)."""
+    out = []
+    for source in hub.prometheus_sources:
+        data = source.data
+        if data.last_error:
+            out.append(f"metrics source {source.name} ({source.spec.url}): {data.last_error_kind}: "
+                       f"{data.last_error}; plugins used their data policy")
+        elif data.unmatched_count:
+            out.append(f"metrics source {source.name}: {data.unmatched_count} series matched no node, "
+                       f"e.g. {data.unmatched[0]}")
+    return out
 
 
 def load_cluster(path: str | None) -> LoadedObjects:

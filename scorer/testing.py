@@ -13,7 +13,7 @@ so what a test builds is what scorer would read from the API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -23,12 +23,15 @@ from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
 from scorer.framework.types import NodeBatch
+from scorer.metrics import EXTRAS_KEY, MetricsHub, MetricsSnapshot
 from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict
 from scorer.registry import PluginInfo, extension_points_of
 
 __all__ = [
     "PluginRun",
     "make_cache",
+    "make_handle",
+    "make_metrics_hub",
     "make_node",
     "make_pod",
     "run_plugin",
@@ -119,6 +122,35 @@ def make_cache(nodes: Iterable[Node], pods: Iterable[Pod] = (), namespaces: Iter
     cache = ClusterCache()
     cache.load(nodes, pods, namespaces)
     return cache
+
+
+def make_metrics_hub(
+    metrics: Mapping[str, Mapping[str, float | tuple[float, float] | None]],
+    *,
+    clock: Callable[[], float] | None = None,
+) -> MetricsHub:
+    """A MetricsHub serving a static snapshot: ``{metric: {node: value | (value, age_seconds) | None}}``.
+
+    Plugins built with ``make_handle(hub)`` read these values instead of
+    querying Prometheus; ``clock`` (default: a fixed time) lets a test age them.
+    """
+    now = 1_000_000.0
+    snapshot: dict[str, dict[str, tuple[float, float]]] = {}
+    for name, nodes in metrics.items():
+        snapshot[name] = {}
+        for node, entry in nodes.items():
+            if entry is None:
+                continue
+            value, age = entry if isinstance(entry, tuple) else (entry, 0.0)
+            snapshot[name][node] = (float(value), float(age))
+    return MetricsHub(snapshot=MetricsSnapshot(snapshot, "test snapshot"), clock=clock or (lambda: now))
+
+
+def make_handle(hub: MetricsHub | None = None, cache: ClusterCache | None = None,
+                profile_name: str = "test-scheduler") -> Handle:
+    """A Handle for building a plugin in a test; ``hub`` becomes ``handle.extras["metrics"]``."""
+    extras: dict[str, Any] = {} if hub is None else {EXTRAS_KEY: hub}
+    return Handle(cache, profile_name, None, extras)
 
 
 @attrs.frozen(slots=True)

@@ -89,7 +89,7 @@ def test_explain_json_contract(capsys, cluster_file):
     assert data["selected"] == "big" and data["message"] == ""
     assert set(data["nodes"]) == {"small", "big", "tainted"}
     tainted = data["nodes"]["tainted"]
-    assert tainted == {"feasible": False, "scores": {}, "total": 0,
+    assert tainted == {"feasible": False, "scores": {}, "total": 0, "metrics": {},
                        "filter": {"plugin": "TaintToleration", "code": "UnschedulableAndUnresolvable",
                                   "reasons": ["node(s) had untolerated taint(s)"]}}
     big = data["nodes"]["big"]

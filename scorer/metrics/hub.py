@@ -1,0 +1,180 @@
+"""MetricsHub: the metrics sources of one scheduler, shared by its plugins.
+
+Plugins ask the hub for a source (``hub.source(...)``); plugins that ask for
+the same query on the same Prometheus with the same settings share one
+source and one refresh task. The hub also keeps the placements made since
+the last samples (``in_flight``), the source telemetry, and what each
+plugin reads, for ``scorer explain``.
+
+The hub lives in ``Handle.extras["metrics"]``; ``hub_of(handle)`` returns it
+(creating one over the handle's cache when a test built the handle bare).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from scorer.metrics.args import SourceArgs
+from scorer.metrics.source import MetricsSource, PrometheusSource, PrometheusSpec
+from scorer.metrics.static import MetricsSnapshot
+from scorer.metrics.telemetry import SourceTelemetry
+from scorer.model import Node, Pod
+
+EXTRAS_KEY = "metrics"
+
+
+@attrs.define(slots=True)
+class InFlightPod:
+    pod: Pod
+    node: str
+    placed_at: float
+
+
+class InFlightTracker:
+    """Pods placed recently, by pod key: Reserve adds, Unreserve removes, age prunes."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, InFlightPod] = {}
+        self.version = 0
+
+    def placed(self, pod: Pod, node: str, at: float) -> None:
+        entry = self.entries.get(pod.key)
+        if entry is not None and entry.node == node:
+            return  # several plugins reserve the same placement
+        self.entries[pod.key] = InFlightPod(pod, node, at)
+        self.version += 1
+
+    def removed(self, pod_key: str) -> None:
+        if self.entries.pop(pod_key, None) is not None:
+            self.version += 1
+
+    def prune(self, now: float, ttl: float) -> None:
+        old = [k for k, e in self.entries.items() if now - e.placed_at > ttl]
+        for key in old:
+            del self.entries[key]
+        if old:
+            self.version += 1
+
+
+@attrs.frozen(slots=True)
+class Binding:
+    """A plugin reading a source under a policy (what explain shows)."""
+
+    plugin: str
+    metric: str
+    source: Any
+    reader: Any
+
+
+class MetricsHub:
+    def __init__(
+        self,
+        nodes: Callable[[], Sequence[Node]] = tuple,
+        *,
+        snapshot: MetricsSnapshot | None = None,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.nodes = nodes
+        self.snapshot = snapshot
+        self.clock = clock
+        self.loaded_at = clock()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.sources: dict[str, MetricsSource] = {}
+        self._by_spec: dict[PrometheusSpec, PrometheusSource] = {}
+        self.bindings: list[Binding] = []
+        self.in_flight = InFlightTracker()
+        self.warnings: list[str] = []
+        self.telemetry = SourceTelemetry(self.registry, lambda: list(self.sources.values()),
+                                         lambda: [n.name for n in self.nodes()], clock)
+
+    # -- sources -------------------------------------------------------------------
+    def source(self, *, plugin: str, metric: str, address: str, query: str, source_args: SourceArgs,
+               combine: str = "sum") -> MetricsSource:
+        """The source for ``metric``: from the snapshot when the hub has one, else Prometheus at ``address``."""
+        if self.snapshot is not None:
+            existing = self.sources.get(metric)
+            if existing is not None:
+                return existing
+            if metric not in self.snapshot.metrics:
+                self.warnings.append(f"{plugin}: the metrics snapshot ({self.snapshot.origin}) has no metric "
+                                     f"{metric!r}; every node has no data for it")
+            static = self.snapshot.source(metric, self.loaded_at)
+            self._add(static)
+            return static
+        if not address:
+            raise ValueError("args.address: Required value: the Prometheus URL (http://host:port), unless a "
+                             "metrics snapshot is given (scorer simulate --metrics FILE, or a MetricsSnapshot "
+                             "document in the cluster file)")
+        spec = PrometheusSpec(
+            url=address.rstrip("/"), query=query, mapping=source_args.node_mapping.mapping(), combine=combine,
+            interval=source_args.refresh_interval.total_seconds(),
+            timeout=source_args.query_timeout.total_seconds(), ca_file=source_args.ca_file,
+            bearer_token_file=source_args.bearer_token_file, insecure_skip_verify=source_args.insecure_skip_verify)
+        shared = self._by_spec.get(spec)
+        if shared is not None:
+            return shared
+        name = metric
+        n = 2
+        while name in self.sources:
+            name = f"{metric}#{n}"
+            n += 1
+        prom = PrometheusSource(name, spec, self.nodes, self.telemetry, self.clock)
+        self._by_spec[spec] = prom
+        self._add(prom)
+        return prom
+
+    def _add(self, source: MetricsSource) -> None:
+        self.sources[source.name] = source
+        self.telemetry.source_registered(source.name)
+
+    def bind(self, plugin: str, metric: str, source: MetricsSource, reader: Any) -> None:
+        self.bindings.append(Binding(plugin, metric, source, reader))
+
+    @property
+    def prometheus_sources(self) -> list[PrometheusSource]:
+        return list(self._by_spec.values())
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def refresh_all(self) -> None:
+        """One refresh of every Prometheus source, concurrently (each in its own thread)."""
+        await asyncio.gather(*(s.refresh() for s in self._by_spec.values()))
+
+    def start(self) -> None:
+        """Start every Prometheus source's refresh task (needs a running event loop)."""
+        for source in self._by_spec.values():
+            source.start()
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self._by_spec.values()))
+
+    def readiness(self) -> tuple[bool, dict[str, str]]:
+        """Ready once every source has had one successful fetch; details per source."""
+        details = {}
+        ready = True
+        for name, source in self.sources.items():
+            data = source.data
+            if data.warming_up:
+                ready = False
+                details[name] = "warming up" + (f": {data.last_error}" if data.last_error else "")
+            elif data.last_error:
+                details[name] = f"degraded ({data.last_error_kind}): {data.last_error}"
+            else:
+                details[name] = "ok"
+        return ready, details
+
+
+def hub_of(handle: Any) -> MetricsHub:
+    """The handle's MetricsHub (``handle.extras["metrics"]``), created over its cache if absent."""
+    hub = handle.extras.get(EXTRAS_KEY)
+    if hub is None:
+        cache = handle.cache
+        hub = MetricsHub(lambda: list(cache.table.nodes) if cache is not None else [])
+        handle.extras[EXTRAS_KEY] = hub
+    return hub
