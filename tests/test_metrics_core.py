@@ -1,0 +1,321 @@
+"""scorer.metrics without Prometheus: node mapping, vector parsing, snapshots, policies, in-flight, telemetry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from scorer.errors import InputError
+from scorer.framework import FilterVerdict, NodeBatch
+from scorer.metrics import (
+    DataPolicyArgs,
+    InFlightArgs,
+    MetricReader,
+    MetricsHub,
+    MetricsSnapshot,
+    NodeIndex,
+    NodeMapping,
+    SourceArgs,
+    load_snapshot,
+    snapshot_from_documents,
+)
+from scorer.metrics.source import FetchError, classify, parse_vector
+from scorer.testing import make_cache, make_metrics_hub, make_node, make_pod
+
+NODES = [
+    make_node("n1", addresses=[{"type": "InternalIP", "address": "10.0.0.1"},
+                               {"type": "Hostname", "address": "host-1"}]),
+    make_node("n2", addresses=[{"type": "InternalIP", "address": "fd00::2"}]),
+    make_node("n3"),
+]
+
+
+@pytest.mark.parametrize(("mapping", "labels", "node"), [
+    (NodeMapping("auto"), {"node": "n1"}, "n1"),
+    (NodeMapping("auto"), {"kubernetes_node": "n2"}, "n2"),
+    (NodeMapping("auto"), {"nodename": "n3"}, "n3"),
+    (NodeMapping("auto"), {"node": "unknown", "instance": "10.0.0.1:9100"}, "n1"),
+    (NodeMapping("auto"), {"instance": "host-1:9100"}, "n1"),
+    (NodeMapping("auto"), {"instance": "[fd00::2]:9100"}, "n2"),
+    (NodeMapping("auto"), {"instance": "n3:9100"}, "n3"),
+    (NodeMapping("auto"), {"instance": "10.9.9.9:9100"}, None),
+    (NodeMapping("label", "hostname"), {"hostname": "n2", "node": "n1"}, "n2"),
+    (NodeMapping("label", "hostname"), {"node": "n1"}, None),
+    (NodeMapping("instance"), {"node": "n1", "instance": "fd00::2"}, "n2"),
+    (NodeMapping("uname"), {"nodename": "n3", "instance": "10.0.0.1:9100"}, "n3"),
+    (NodeMapping("uname"), {"instance": "10.0.0.1:9100"}, None),
+])
+def test_node_mapping(mapping, labels, node):
+    assert mapping.node_of(labels, NodeIndex(NODES)) == node
+
+
+def test_mapping_query_shapes():
+    assert NodeMapping("auto").group_labels() == "node, kubernetes_node, nodename, instance"
+    assert NodeMapping("label", "kubernetes_node").group_labels() == "kubernetes_node"
+    assert NodeMapping("instance").wrap("q") == "q"
+    assert NodeMapping("uname").wrap("sum by (instance) (x)") == (
+        "(sum by (instance) (x)) * on(instance) group_left(nodename) max by (instance, nodename) (node_uname_info)")
+
+
+def _series(labels, value, ts=100.0):
+    return {"metric": labels, "value": [ts, str(value)]}
+
+
+def test_parse_vector_combines_drops_and_reports():
+    result = [
+        _series({"node": "n1", "device": "eth0"}, 10, 100.0),
+        _series({"node": "n1", "device": "eth1"}, 5, 101.0),
+        _series({"node": "n2"}, "NaN"),
+        _series({"node": "elsewhere"}, 7),
+        _series({"node": "n3"}, 0),
+    ]
+    index = NodeIndex(NODES)
+    values, times, series, unmatched = parse_vector(result, NodeMapping("auto"), index, "sum")
+    assert values == {"n1": 15.0, "n3": 0.0}  # NaN dropped (no value, not zero); zero kept as zero
+    assert times == {"n1": 101.0, "n3": 100.0}
+    assert series == 5 and unmatched == ['{node="elsewhere"}']
+    assert parse_vector(result, NodeMapping("auto"), index, "max")[0]["n1"] == 10.0
+    assert parse_vector(result, NodeMapping("auto"), index, "mean")[0]["n1"] == 7.5
+
+
+@pytest.mark.parametrize("result", [
+    [{"metric": {}, "values": [[1, "2"]]}],  # a range vector
+    [1.0, "2"],  # a scalar
+    {"resultType": "vector"},
+])
+def test_parse_vector_rejects_other_shapes(result):
+    with pytest.raises(FetchError) as err:
+        parse_vector(result, NodeMapping("auto"), NodeIndex(NODES), "sum")
+    assert err.value.kind == "bad_response"
+
+
+def test_classify_client_errors():
+    import requests
+    from prometheus_api_client import PrometheusApiClientException
+
+    body = b'{"status":"error","errorType":"bad_data","error":"1:5: parse error: unexpected <EOF>"}'
+    bad = classify(PrometheusApiClientException(f"HTTP Status Code 400 ({body!r})"))
+    assert bad.kind == "bad_query" and "parse error: unexpected <EOF>" in str(bad)
+    assert classify(PrometheusApiClientException("HTTP Status Code 403 (b'no')")).kind == "auth"
+    assert classify(PrometheusApiClientException("HTTP Status Code 503 (b'down')")).kind == "http"
+    assert classify(requests.exceptions.ReadTimeout("read timed out")).kind == "timeout"
+    assert classify(requests.exceptions.ConnectionError("refused")).kind == "connection"
+    assert classify(requests.exceptions.SSLError("bad cert")).kind == "tls"
+    assert classify(ValueError("Expecting value")).kind == "bad_response"
+
+
+def test_snapshot_documents_merge_and_ages(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "kind: MetricsSnapshot\nmetrics:\n  cpu:\n    n1: 0.5\n    n2: {value: 0.25, age: 5m}\n    n3: null\n"
+        "---\nkind: MetricsSnapshot\nmetrics:\n  cpu:\n    n1: 0.75\n  net: {n3: 12}\n")
+    snap = load_snapshot(str(path))
+    assert snap.metrics == {"cpu": {"n1": (0.75, 0.0), "n2": (0.25, 300.0)}, "net": {"n3": (12.0, 0.0)}}
+    source = snap.source("cpu", loaded_at=1000.0)
+    assert source.data.values == {"n1": 0.75, "n2": 0.25}
+    assert source.data.sample_times == {"n1": 1000.0, "n2": 700.0}
+    assert snap.source("absent", 1000.0).data.values == {}
+    assert snapshot_from_documents([{"kind": "Pod"}], "x") is None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: MetricsSnapshot\nmetrics: [1]\n",
+     "metrics: expected a mapping of metric name to per-node values, got a list"),
+    ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: high}}\n", "metrics.cpu.n1: expected a finite number"),
+    ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, age: soon}}}\n", "metrics.cpu.n1.age"),
+    ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, when: 2}}}\n", "metrics.cpu.n1.when: unknown field"),
+    ("kind: MetricsSnapshot\nmetric: {}\n", "metric: unknown field"),
+    ("kind: Pod\n", "no document of kind MetricsSnapshot"),
+    ("kind: [\n", "not valid YAML/JSON"),
+])
+def test_snapshot_errors_name_the_field(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_snapshot(str(path))
+    assert message in str(err.value)
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _reader(hub, policy=None, source_args=None, metric="cpu"):
+    source_args = source_args or SourceArgs()
+    source = hub.source(plugin="P", metric=metric, address="", query="q", source_args=source_args)
+    return MetricReader(hub, "P", metric, source, policy or DataPolicyArgs(), source_args)
+
+
+def _hub(values, clock):
+    return MetricsHub(snapshot=MetricsSnapshot({"cpu": values}), clock=clock)
+
+
+def test_reader_states_ages_and_default_max_age():
+    clock = Clock()
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.2, 89.0), "n3": (0.9, 91.0)}, clock)
+    reader = _reader(hub)  # maxAge unset: 3 x refreshInterval (30s) = 90s
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3", "n4")])
+    reading = reader.read(NodeBatch(cache.table, cache.table.rows()))
+    assert reading.state.tolist() == [0, 0, 1, 2]  # fresh, fresh, stale, missing
+    assert reading.ages[:3].tolist() == [0.0, 89.0, 91.0] and np.isnan(reading.ages[3])
+    assert not reading.fail_open
+    scores = reader.apply_policy(np.array([10, 20, 30, 40]), reading)
+    assert scores.tolist() == [10, 20, 50, 50]
+    assert hub.telemetry.registry.get_sample_value(
+        "scorer_metrics_policy_nodes_total", {"plugin": "P", "state": "stale", "policy": "neutral"}) == 1.0
+    clock.now += 10  # n2 ages past 90s
+    assert reader.read(NodeBatch(cache.table, cache.table.rows())).state.tolist() == [0, 1, 1, 2]
+
+
+@pytest.mark.parametrize(("on_missing", "expected"), [
+    ("neutral", [10, 50, 50]), ("min", [10, 0, 0]), ("max", [10, 100, 100]), ("filter", [10, 0, 0]),
+])
+def test_policy_scores(on_missing, expected):
+    clock = Clock()
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.2, 600.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(on_missing=on_missing))
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    reading = reader.read(NodeBatch(cache.table, cache.table.rows()))
+    assert reader.apply_policy(np.array([10, 20, 30]), reading).tolist() == expected
+
+
+def test_filter_policy_rejects_and_fails_open_without_fresh_data():
+    clock = Clock()
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.2, 600.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(on_missing="filter", max_age=timedelta(seconds=60)))
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    verdict = FilterVerdict(3)
+    reader.filter_unusable(reader.read(batch), verdict)
+    assert [verdict.status_at(i).reasons for i in range(3)] == [
+        (), ("node(s) had stale cpu metrics (older than 60s)",), ("node(s) had no cpu metrics",)]
+    clock.now += 120  # now nothing is fresh: fail open, nobody is rejected, everyone neutral
+    reading = reader.read(batch)
+    assert reading.fail_open
+    verdict = FilterVerdict(3)
+    reader.filter_unusable(reading, verdict)
+    assert not verdict.failed.any()
+    assert reader.apply_policy(np.array([10, 20, 30]), reading).tolist() == [50, 50, 50]
+
+
+def test_in_flight_counts_until_a_later_sample_and_expires():
+    clock = Clock(1000.0)
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.5, 0.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(in_flight=InFlightArgs(settle_time=timedelta(seconds=30),
+                                                                 ttl=timedelta(seconds=300))))
+    cache = make_cache([make_node("n1"), make_node("n2")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    hub.in_flight.placed(make_pod("a"), "n2", at=1000.0)
+    hub.in_flight.placed(make_pod("a"), "n2", at=1005.0)  # idempotent per pod
+    hub.in_flight.placed(make_pod("b"), "n2", at=1000.0)
+    hub.in_flight.placed(make_pod("old"), "n1", at=960.0)  # sampled 1000 >= 960 + 30: already visible
+    reading = reader.read(batch)
+    assert reading.in_flight_counts().tolist() == [0, 2]
+    assert reading.in_flight_sum(np.array([1.5, 2.5])).tolist() == [0.0, 4.0]
+    hub.in_flight.removed(make_pod("b").key)
+    assert reader.read(batch).in_flight_counts().tolist() == [0, 1]
+    clock.now = 1400.0  # past the ttl
+    assert reader.read(batch).in_flight_counts().tolist() == [0, 0]
+    assert hub.in_flight.entries == {}
+
+
+def test_in_flight_disabled():
+    clock = Clock()
+    hub = _hub({"n1": (0.5, 0.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(in_flight=InFlightArgs(enabled=False)))
+    cache = make_cache([make_node("n1")])
+    hub.in_flight.placed(make_pod("a"), "n1", at=clock.now)
+    assert reader.read(NodeBatch(cache.table, cache.table.rows())).in_flight_counts().tolist() == [0]
+
+
+def test_reader_follows_node_layout_changes():
+    clock = Clock()
+    hub = _hub({"n1": (1.0, 0.0), "n2": (2.0, 0.0), "n3": (3.0, 0.0)}, clock)
+    reader = _reader(hub)
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    assert reader.read(NodeBatch(cache.table, cache.table.rows())).values.tolist() == [1.0, 2.0, 3.0]
+    cache.remove_node("n1")  # the last row moves into the first
+    batch = NodeBatch(cache.table, cache.table.rows())
+    assert batch.names == ["n3", "n2"]
+    assert reader.read(batch).values.tolist() == [3.0, 2.0]
+
+
+def test_assumed_pods_become_in_flight_through_the_cache():
+    from scorer.assembly import assemble
+    from scorer.memory import InMemoryCluster
+    from scorer.model import LoadedObjects
+
+    objects = LoadedObjects(nodes=[make_node("n1")])
+    asm = assemble(None, InMemoryCluster.from_objects(objects), autoload=False,
+                   metrics_snapshot=MetricsSnapshot({"cpu": {"n1": (0.1, 0.0)}}))
+    asm.cache.load(objects.nodes, [], [])
+    pod = make_pod("p")
+    asm.cache.assume(pod, "n1")
+    assert asm.metrics.in_flight.entries["default/p"].node == "n1"
+    asm.cache.forget(pod)
+    assert asm.metrics.in_flight.entries == {}
+
+
+def test_hub_shares_sources_and_names_them():
+    hub = MetricsHub()
+    a = hub.source(plugin="A", metric="net", address="http://127.0.0.1:9", query="q1", source_args=SourceArgs())
+    b = hub.source(plugin="B", metric="net", address="http://127.0.0.1:9/", query="q1", source_args=SourceArgs())
+    c = hub.source(plugin="C", metric="net", address="http://127.0.0.1:9", query="q2", source_args=SourceArgs())
+    assert a is b and c is not a
+    assert sorted(hub.sources) == ["net", "net#2"]
+    with pytest.raises(ValueError, match="args.address: Required value"):
+        hub.source(plugin="D", metric="x", address="", query="q", source_args=SourceArgs())
+
+
+def test_snapshot_without_the_metric_warns_and_has_no_data():
+    hub = make_metrics_hub({"cpu": {"n1": 0.5}})
+    source = hub.source(plugin="P", metric="memory", address="", query="q", source_args=SourceArgs())
+    assert source.data.values == {}
+    assert hub.warnings == ["P: the metrics snapshot (test snapshot) has no metric 'memory'; "
+                            "every node has no data for it"]
+
+
+def test_source_gauges_are_computed_at_collection():
+    clock = Clock(1000.0)
+    nodes = [make_node("n1"), make_node("n2")]
+    hub = MetricsHub(lambda: nodes, snapshot=MetricsSnapshot({"cpu": {"n1": (0.5, 30.0)}}), clock=clock)
+    hub.source(plugin="P", metric="cpu", address="", query="q", source_args=SourceArgs())
+    sample = hub.registry.get_sample_value
+    assert sample("scorer_metrics_source_up", {"source": "cpu"}) == 1.0
+    assert sample("scorer_metrics_source_nodes_without_data", {"source": "cpu"}) == 1.0
+    assert sample("scorer_metrics_source_value_age_seconds", {"source": "cpu", "bound": "oldest"}) == 30.0
+    clock.now += 15
+    assert sample("scorer_metrics_source_value_age_seconds", {"source": "cpu", "bound": "oldest"}) == 45.0
+    assert sample("scorer_metrics_source_errors_total", {"source": "cpu", "kind": "timeout"}) == 0.0
+
+
+@pytest.mark.parametrize(("args", "path", "message"), [
+    ({"source": {"refreshInterval": "500ms"}}, "source.refreshInterval", "must be at least 1s"),
+    ({"source": {"queryTimeout": "0s"}}, "source.queryTimeout", "must be greater than 0"),
+    ({"source": {"caFile": "/nonexistent/ca.pem"}}, "source.caFile", "does not exist"),
+    ({"source": {"nodeMapping": {"by": "zone"}}}, "source.nodeMapping.by", "Unsupported value"),
+    ({"policy": {"onMissing": "zero"}}, "policy.onMissing", "Unsupported value"),
+    ({"policy": {"maxAge": "-1s"}}, "policy.maxAge", "must be greater than 0"),
+    ({"policy": {"inFlight": {"ttl": "0s"}}}, "policy.inFlight.ttl", "must be greater than 0"),
+])
+def test_shared_args_validation(args, path, message):
+    import attrs
+
+    from scorer.config.convert import structure
+    from scorer.errors import ConfigError
+
+    @attrs.frozen(slots=True, kw_only=True)
+    class Holder:
+        source: SourceArgs = SourceArgs()
+        policy: DataPolicyArgs = DataPolicyArgs()
+
+    globals()["Holder"] = Holder  # convert resolves annotations at module level
+    with pytest.raises(ConfigError) as err:
+        structure(Holder, args, "args")
+    assert any(p == f"args.{path}" and message in m for p, m in err.value.errors), err.value.errors
