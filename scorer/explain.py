@@ -62,8 +62,6 @@ def explain_pod(
         metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
     asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
                    metrics_snapshot=metrics_snapshot)
-    if asm.metrics.prometheus_sources:
-        asyncio.run(asm.metrics.refresh_all())
     fwk = asm.frameworks.get(pod.scheduler_name)
     if fwk is None:
         profiles = ", ".join(sorted(asm.frameworks))
@@ -74,6 +72,8 @@ def explain_pod(
     # The pod is explained as if pending: it does not count on any node itself.
     others = [p for p in cluster.bound_pods() if p.key != pod.key]
     asm.cache.load(objects.nodes, others, objects.namespaces)
+    if asm.metrics.prometheus_sources:  # after loading: series are mapped to the cache's nodes
+        asyncio.run(asm.metrics.refresh_all())
     if pod.node_name:
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table

@@ -98,6 +98,7 @@ def classify(exc: BaseException) -> FetchError:
     if isinstance(exc, FetchError):
         return exc
     import requests
+    import urllib3
     from prometheus_api_client import PrometheusApiClientException
 
     if isinstance(exc, requests.exceptions.Timeout):
@@ -105,6 +106,13 @@ def classify(exc: BaseException) -> FetchError:
     if isinstance(exc, requests.exceptions.SSLError):
         return FetchError("tls", f"TLS error: {_short(exc)}")
     if isinstance(exc, requests.exceptions.ConnectionError):
+        # With retries off, urllib3 wraps a read timeout in MaxRetryError and requests
+        # re-raises that as a ConnectionError: look at the underlying reason.
+        reason = getattr(exc.args[0], "reason", None) if exc.args else None
+        # (NewConnectionError subclasses ConnectTimeoutError in urllib3: a refusal is not a timeout.)
+        if isinstance(reason, urllib3.exceptions.TimeoutError) and not isinstance(
+                reason, urllib3.exceptions.NewConnectionError):
+            return FetchError("timeout", f"no answer within the query timeout ({reason.__class__.__name__})")
         return FetchError("connection", f"cannot connect: {_short(exc)}")
     if isinstance(exc, PrometheusApiClientException):
         text = str(exc)
