@@ -1,7 +1,9 @@
 """The plugin contract: the pluggy hooks a plugin distribution implements.
 
 A distribution exposes an entry point in the group ``scorer`` whose value is
-a module path (``[options.entry_points] scorer = my_plugin = my_pkg.plugin``).
+a module path: in ``pyproject.toml``, ``[project.entry-points.scorer]``
+``my_plugin = "my_pkg.plugin"`` (setup.cfg: ``[options.entry_points]`` ``scorer =
+my_plugin = my_pkg.plugin``).
 That module implements the hooks below, marked with ``scorer.hookimpl``.
 The framework then calls the registered plugin objects directly at each
 extension point (see ``scorer.framework.interface`` for their methods).
@@ -32,7 +34,9 @@ def scorer_register_plugins(registry: PluginRegistry) -> None:
     the built-ins first and then for every loaded entry point.
 
     Params: ``registry`` -- call ``registry.register(NAME, factory,
-    args_type=NameArgs)`` once per plugin. ``factory(args, handle)`` builds
+    args_type=NameArgs, plugin_type=Name)`` once per plugin (``plugin_type``,
+    the plugin's class, tells which extension points it implements before it
+    is built). ``factory(args, handle)`` builds
     the plugin when a profile enables it; ``args`` is an instance of
     ``args_type`` converted strictly from ``pluginConfig[].args`` (None when
     the plugin has no args type); ``handle`` gives access to the cluster

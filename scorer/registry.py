@@ -191,12 +191,15 @@ def build_registry(
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else "?"
             version = ep.dist.version if ep.dist is not None else ""
-            if ep.name in blocked or pm.is_registered(ep.name) or ep.name in sources:
+            if ep.name in blocked or ep.name in sources:
                 if ep.name in blocked:
                     pm.set_blocked(ep.name)
                 continue
             try:
                 module = ep.load()
+                if pm.is_registered(module):  # already given in ``modules``: keep one registration
+                    sources[pm.get_name(module) or ep.name] = (dist, version)
+                    continue
                 pm.register(module, name=ep.name)
             except Exception as exc:  # a broken plugin must not take scorer down
                 registry.failures.append(LoadFailure(ep.name, dist, version, f"{type(exc).__name__}: {exc}"))

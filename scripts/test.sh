@@ -9,4 +9,21 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
+# The contrib plugins (their tests run with the rest, and the metrics tests use them).
+.venv/bin/python -m pip install --quiet -e contrib_plugins/networktraffic -e contrib_plugins/networkaware \
+    -e contrib_plugins/loadaware
+# Tests marked `prometheus` run a real Prometheus server (tests/promkit.py): without one they skip,
+# or fail under CI=true. Install Debian's package when we can; SCORER_PROMETHEUS_BIN overrides PATH.
+if [ -z "${SCORER_PROMETHEUS_BIN:-}" ] && ! command -v prometheus >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing prometheus (apt-get)..."
+        if ! { apt-get update -qq >/dev/null \
+               && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; then
+            echo "test.sh: could not install prometheus with apt-get: prometheus tests will skip (fail under CI=true)" >&2
+        fi
+    else
+        echo "test.sh: no prometheus binary: prometheus tests will skip (fail under CI=true); install it with" \
+             "'apt-get install prometheus' as root, or set SCORER_PROMETHEUS_BIN" >&2
+    fi
+fi
 exec .venv/bin/python -m pytest "$@"

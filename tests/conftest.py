@@ -16,3 +16,38 @@ def registry():
 @pytest.fixture
 def catalog(registry):
     return registry.catalog()
+
+
+# --- real Prometheus (tests/promkit.py); tests using these are marked @pytest.mark.prometheus ---
+
+
+@pytest.fixture(scope="session")
+def prometheus_bin():
+    """Path of the prometheus binary; skips (or fails under CI=true) when it is not installed."""
+    from promkit import prometheus_binary
+
+    return prometheus_binary()
+
+
+@pytest.fixture
+def exporter():
+    """A started promkit.Exporter on 127.0.0.1 (no series yet)."""
+    from promkit import Exporter
+
+    with Exporter() as exp:
+        yield exp
+
+
+@pytest.fixture
+def prometheus(prometheus_bin, exporter, tmp_path):
+    """A real Prometheus scraping `exporter` every 1s (honor_labels: the exporter's labels are kept).
+
+    Ready to answer queries when yielded, but the first scrape lands ~5 s later (Prometheus applies
+    targets on a 5 s tick): use `prometheus.wait_for_series(...)` or `prometheus.wait_for_scrape()`.
+    """
+    from promkit import PrometheusServer
+
+    with PrometheusServer(
+        prometheus_bin, [exporter.target], scrape_interval="1s", data_dir=tmp_path / "prom", honor_labels=True
+    ) as server:
+        yield server
