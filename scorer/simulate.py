@@ -125,9 +125,12 @@ def simulate(
     attempts: dict[str, int] = {}
     if metrics_snapshot is None:
         metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
+    # Metric ages and in-flight placements follow the virtual clock too, from the wall time at start
+    # (Prometheus sample times are wall times), so a long simulation does not age its snapshot.
+    started = time.time()
     asm: Assembly = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
                              clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r),
-                             metrics_snapshot=metrics_snapshot)
+                             metrics_snapshot=metrics_snapshot, metrics_clock=lambda: started + clock.now)
     cache, queue, scheduler = asm.cache, asm.queue, asm.scheduler
     cache.load(objects.nodes, cluster.bound_pods(), objects.namespaces)
     ignored: list[str] = []

@@ -109,7 +109,7 @@ def test_classify_client_errors():
 def test_snapshot_documents_merge_and_ages(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(
-        "kind: MetricsSnapshot\nmetrics:\n  cpu:\n    n1: 0.5\n    n2: {value: 0.25, age: 5m}\n    n3: null\n"
+        "kind: MetricsSnapshot\nmetrics:\n  cpu:\n    n1: 5e-1\n    n2: {value: 0.25, age: 5m}\n    n3: null\n"
         "---\nkind: MetricsSnapshot\nmetrics:\n  cpu:\n    n1: 0.75\n  net: {n3: 12}\n")
     snap = load_snapshot(str(path))
     assert snap.metrics == {"cpu": {"n1": (0.75, 0.0), "n2": (0.25, 300.0)}, "net": {"n3": (12.0, 0.0)}}
@@ -124,6 +124,7 @@ def test_snapshot_documents_merge_and_ages(tmp_path):
     ("kind: MetricsSnapshot\nmetrics: [1]\n",
      "metrics: expected a mapping of metric name to per-node values, got a list"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: high}}\n", "metrics.cpu.n1: expected a finite number"),
+    ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: .inf}}\n", "metrics.cpu.n1: expected a finite number"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, age: soon}}}\n", "metrics.cpu.n1.age"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, when: 2}}}\n", "metrics.cpu.n1.when: unknown field"),
     ("kind: MetricsSnapshot\nmetric: {}\n", "metric: unknown field"),

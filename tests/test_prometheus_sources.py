@@ -211,7 +211,7 @@ def _assembly(server_url: str, device: str, objects: LoadedObjects, **policy):
     return asm
 
 
-async def _wait(predicate, timeout: float = 20.0, interval: float = 0.1) -> None:
+async def _wait(predicate, timeout: float = 45.0, interval: float = 0.1) -> None:
     for _ in range(int(timeout / interval) + 1):
         if predicate():
             return

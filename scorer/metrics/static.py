@@ -120,8 +120,15 @@ def _entry(entry: Any, path: str) -> tuple[float, float] | None:
         age = entry.get("age", 0.0)
     if value is None:
         return None
+    expected = f"{path}: expected a finite number (or null for no data), got {_describe(value)}"
+    if isinstance(value, str):
+        # YAML 1.1 reads 1.2e6 (no sign in the exponent) as a string: accept numeric text.
+        try:
+            value = float(value)
+        except ValueError:
+            raise InputError(expected) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{path}: expected a finite number (or null for no data), got {_describe(value)}")
+        raise InputError(expected)
     return float(value), _age(age, f"{path}.age")
 
 
