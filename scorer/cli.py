@@ -41,6 +41,18 @@ def _warn(warnings: Sequence[str]) -> None:
               f"{', '.join(names)}", file=sys.stderr)
 
 
+def _config_or_demo(args: argparse.Namespace, registry: Any) -> Any:
+    """``--config``; for the built-in demo cluster with no config, the demo's metric-driven profile."""
+    if args.config is not None or args.cluster is not None:
+        return args.config
+    from scorer.simulate import demo_config
+
+    config, note = demo_config(registry)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return config
+
+
 def _snapshot(args: argparse.Namespace) -> Any:
     if not args.metrics:
         return None
@@ -53,7 +65,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from scorer.simulate import load_cluster, simulate
 
     objects = load_cluster(args.cluster)
-    report = simulate(objects, args.config, registry=_registry(args), seed=args.seed,
+    registry = _registry(args)
+    report = simulate(objects, _config_or_demo(args, registry), registry=registry, seed=args.seed,
                       metrics_snapshot=_snapshot(args))
     _warn(report.warnings)
     if args.output == "json":
@@ -90,8 +103,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from scorer.simulate import load_cluster
 
     objects = load_cluster(args.cluster)
-    explanation = explain_pod(objects, args.config, args.pod, registry=_registry(args), seed=args.seed,
-                              metrics_snapshot=_snapshot(args))
+    registry = _registry(args)
+    explanation = explain_pod(objects, _config_or_demo(args, registry), args.pod, registry=registry,
+                              seed=args.seed, metrics_snapshot=_snapshot(args))
     if args.output == "json":
         sys.stdout.write(orjson.dumps(explanation).decode() + "\n")
     else:

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 import attrs
+import yaml
 
 from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.memory import InMemoryCluster
@@ -24,6 +25,8 @@ from scorer.registry import PluginRegistry
 from scorer.scheduler import CycleReport, ScheduleResult
 
 DEMO_CLUSTER = "demo-cluster.yaml"
+DEMO_CONFIG = "demo-config.yaml"
+DEMO_PLUGINS = {"LoadAware": "loadaware", "NetworkTraffic": "networktraffic", "NetworkAware": "networkaware"}
 
 
 class VirtualClock:
@@ -69,6 +72,17 @@ class SimulationReport:
 def load_demo_cluster() -> LoadedObjects:
     text = resources.files("scorer.data").joinpath(DEMO_CLUSTER).read_text(encoding="utf-8")
     return load_objects(text, source=f"<built-in {DEMO_CLUSTER}>")
+
+
+def demo_config(registry: PluginRegistry) -> tuple[Any, str]:
+    """The demo's metric-driven profile, or (None, a note) when its contrib plugins are not installed."""
+    missing = [name for name in DEMO_PLUGINS if name not in registry.plugins]
+    if missing:
+        paths = " ".join(f"./contrib_plugins/{DEMO_PLUGINS[name]}" for name in missing)
+        return None, (f"the demo's metric-driven profile needs the contrib plugins {', '.join(missing)} "
+                      f"(pip install {paths}); using kube-scheduler's default profile")
+    text = resources.files("scorer.data").joinpath(DEMO_CONFIG).read_text(encoding="utf-8")
+    return yaml.safe_load(text), ""
 
 
 def deciding_plugins(result: ScheduleResult | None, table: Any) -> str:
