@@ -1,0 +1,308 @@
+"""LoadAware: filter and score nodes by their live CPU (and optionally memory) utilization.
+
+In the spirit of Trimaran's TargetLoadPacking and Koordinator's
+LoadAwareScheduling. One bulk Prometheus query per metric runs in the
+background every ``source.refreshInterval`` (``cpu_utilization``, and
+``memory_utilization`` when memory is scored or thresholded); Filter and
+Score only read the last values.
+
+Per node and resource the plugin predicts the utilization the node will
+have (percent of allocatable)::
+
+    predicted = 100 * (measured
+                       + (sum of in-flight pods' estimates + incoming pod's estimate) / allocatable)
+
+where ``measured`` is the metric (a fraction 0..1, clipped to it), the
+in-flight pods are those placed on the node since its last sample
+(``policy.inFlight``), and a pod's estimate is its non-zero request (kube's
+100m CPU / 200Mi memory when it requests nothing) times
+``estimator.<resource>ScalingFactor`` (Koordinator's 0.85 / 0.7).
+
+Score (``strategy``), with the predicted utilization U and the target T
+in percent:
+
+* ``TargetPacking`` (Trimaran TLP): U > 100 -> 0; U <= T ->
+  (100 - T) * U / T + T; else T * (100 - U) / (100 - T);
+* ``LeastUtilized``: 100 - U, clipped to [0, 100].
+
+Each resource's score is floored to an int, nodes without fresh data get the
+data policy's score (``reader.apply_policy``), and the plugin's score is the
+floored weighted mean over ``resources``. The raw score (``scorer explain``)
+is the weighted mean predicted utilization in percent (rounded half up),
+-1 when a scored resource has no fresh value for the node.
+
+Filter (off by default): a node whose measured + in-flight utilization
+(the incoming pod not included) is above ``usageThresholds.<resource>``
+percent is Unschedulable; with ``policy.onMissing: filter`` nodes without
+fresh data are rejected too (``reader.filter_unusable``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import numpy as np
+
+from scorer.config.validation import quote
+from scorer.framework import Code, FilterVerdict, NodeBatch
+from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
+from scorer.metrics import DataPolicyArgs, MetricReader, Reading, SourceArgs, address_errors, hub_of
+
+if TYPE_CHECKING:
+    from scorer.framework import CycleState
+    from scorer.model import Pod
+    from scorer.registry import PluginRegistry
+
+NAME = "LoadAware"
+CPU = "cpu"
+MEMORY = "memory"
+RESOURCES: tuple[str, ...] = (CPU, MEMORY)
+METRICS = {CPU: "cpu_utilization", MEMORY: "memory_utilization"}
+QUERIES = {
+    CPU: '1 - avg by ({by}) (rate(node_cpu_seconds_total{mode="idle"}[{range}]))',
+    MEMORY: "1 - avg by ({by}) (node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)",
+}
+LABELS = {CPU: "CPU", MEMORY: "memory"}
+TARGET_PACKING = "TargetPacking"
+LEAST_UTILIZED = "LeastUtilized"
+STRATEGIES: tuple[str, ...] = (TARGET_PACKING, LEAST_UTILIZED)
+DEFAULT_TIME_RANGE = timedelta(minutes=1)
+MAX_RESOURCE_WEIGHT = 100
+MAX_SCALING_FACTOR = 10.0
+NO_DATA = -1  # raw score of a node without fresh data (never 0: no data is not "idle")
+THRESHOLD_REASON = "node(s) {label} utilization above the LoadAware threshold ({threshold}%)"
+
+# Predicted utilization is rounded to this many decimals (percent) and scores
+# get EPS before flooring, so float noise (0.2 * 100 = 20.000000000000004)
+# never moves a score by one point.
+_DECIMALS = 6
+_EPS = 1e-9
+_STATE_KEY = "LoadAware/scores"
+
+
+def _supported(values: tuple[str, ...]) -> str:
+    return ", ".join(quote(v) for v in values)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ResourceWeight:
+    """``resources[i]``: a resource to score and its weight in the weighted mean."""
+
+    name: str
+    weight: int = 1
+
+    def validate(self) -> list[tuple[str, str]]:
+        errors: list[tuple[str, str]] = []
+        if self.name not in RESOURCES:
+            errors.append(("name", f"Unsupported value: {quote(self.name)}: supported values: "
+                                   f"{_supported(RESOURCES)}"))
+        if not 1 <= self.weight <= MAX_RESOURCE_WEIGHT:
+            errors.append(("weight", f"Invalid value: {self.weight}: must be in 1..{MAX_RESOURCE_WEIGHT}"))
+        return errors
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class UsageThresholds:
+    """``usageThresholds``: percent of allocatable above which Filter rejects a node; 0 = off."""
+
+    cpu: int = 0
+    memory: int = 0
+
+    def validate(self) -> list[tuple[str, str]]:
+        return [(key, f"Invalid value: {value}: must be in 0..100 (percent; 0 turns the threshold off)")
+                for key, value in ((CPU, self.cpu), (MEMORY, self.memory)) if not 0 <= value <= 100]
+
+    def of(self, resource: str) -> int:
+        return self.cpu if resource == CPU else self.memory
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class EstimatorArgs:
+    """``estimator``: a pod's estimated usage = its non-zero request x the resource's factor."""
+
+    cpu_scaling_factor: float = 0.85
+    memory_scaling_factor: float = 0.7
+
+    def validate(self) -> list[tuple[str, str]]:
+        return [(key, f"Invalid value: {value:g}: must be in (0, {MAX_SCALING_FACTOR:g}]: a fraction of "
+                      "the request (0.85 = 85%)")
+                for key, value in (("cpuScalingFactor", self.cpu_scaling_factor),
+                                   ("memoryScalingFactor", self.memory_scaling_factor))
+                if not 0 < value <= MAX_SCALING_FACTOR]
+
+    def of(self, resource: str) -> float:
+        return self.cpu_scaling_factor if resource == CPU else self.memory_scaling_factor
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class LoadAwareArgs:
+    """Args of LoadAware (see the README for the table)."""
+
+    address: str = ""
+    strategy: Literal["TargetPacking", "LeastUtilized"] = "TargetPacking"
+    target_utilization: int = 40
+    resources: tuple[ResourceWeight, ...] = (ResourceWeight(name=CPU, weight=1),)
+    usage_thresholds: UsageThresholds = UsageThresholds()
+    estimator: EstimatorArgs = EstimatorArgs()
+    cpu_query: str = ""
+    memory_query: str = ""
+    time_range: timedelta = DEFAULT_TIME_RANGE
+    source: SourceArgs = SourceArgs()
+    policy: DataPolicyArgs = DataPolicyArgs()
+
+    @property
+    def read_resources(self) -> tuple[str, ...]:
+        """Resources whose metric is read: scored or thresholded (cpu first)."""
+        scored = {r.name for r in self.resources}
+        return tuple(r for r in RESOURCES if r in scored or self.usage_thresholds.of(r) > 0)
+
+    def promql(self, resource: str, by: str) -> str:
+        """The query for ``resource`` with ``{by}`` and ``{range}`` filled in."""
+        custom = self.cpu_query if resource == CPU else self.memory_query
+        template = custom.strip() or QUERIES[resource]
+        millis = round(self.time_range.total_seconds() * 1000)
+        window = f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+        return template.replace("{by}", by).replace("{range}", window)
+
+    def validate(self) -> list[tuple[str, str]]:
+        errors: list[tuple[str, str]] = list(address_errors(self.address))
+        if self.strategy not in STRATEGIES:  # built in Python; the config checks the Literal itself
+            errors.append(("strategy", f"Unsupported value: {quote(self.strategy)}: supported values: "
+                                       f"{_supported(STRATEGIES)}"))
+        if not 1 <= self.target_utilization <= 99:
+            errors.append(("targetUtilization", f"Invalid value: {self.target_utilization}: must be in 1..99 "
+                                                "(percent)"))
+        if not self.resources:
+            errors.append(("resources", "Required value: at least one of cpu, memory"))
+        seen: set[str] = set()
+        for i, resource in enumerate(self.resources):
+            if resource.name in seen:
+                errors.append((f"resources[{i}].name", f"Duplicate value: {quote(resource.name)}"))
+            seen.add(resource.name)
+        if self.time_range < timedelta(seconds=1):
+            errors.append(("timeRange", "must be at least 1s"))
+        for key, query in (("cpuQuery", self.cpu_query), ("memoryQuery", self.memory_query)):
+            if query and not query.strip():
+                errors.append((key, "must not be blank (omit it for the default query)"))
+        return errors
+
+
+@attrs.frozen(slots=True, eq=False)
+class _Part:
+    """One scored resource in one cycle (kept in CycleState from Score to NormalizeScore)."""
+
+    reader: MetricReader
+    reading: Reading
+    predicted: np.ndarray  # percent, NaN where the node has no value
+    weight: int
+
+
+class LoadAware:
+    name = NAME
+
+    def __init__(self, args: LoadAwareArgs, handle: Any) -> None:
+        self.args = args
+        hub = hub_of(handle)
+        by = args.source.node_mapping.mapping().group_labels()
+        self.readers: dict[str, MetricReader] = {}
+        for resource in args.read_resources:
+            metric = METRICS[resource]
+            source = hub.source(plugin=NAME, metric=metric, address=args.address, query=args.promql(resource, by),
+                                source_args=args.source, combine="mean")
+            self.readers[resource] = MetricReader(hub, NAME, metric, source, args.policy, args.source)
+        self.scored = tuple((r.name, r.weight) for r in args.resources)
+        self.total_weight = sum(weight for _, weight in self.scored)
+        self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
+        self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
+
+    # -- prediction ------------------------------------------------------------------
+    def estimate(self, pod: Pod, resource: str) -> float:
+        """A pod's estimated usage: non-zero request (millicores / bytes) x scaling factor."""
+        request = pod.non_zero_cpu if resource == CPU else pod.non_zero_memory
+        return float(request) * self.args.estimator.of(resource)
+
+    def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
+        """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
+        pods = reading.in_flight_pods
+        factor = self.args.estimator.of(resource)
+        if resource == CPU:
+            requests = np.fromiter((p.non_zero_cpu for p in pods), dtype=np.float64, count=len(pods))
+        else:
+            requests = np.fromiter((p.non_zero_memory for p in pods), dtype=np.float64, count=len(pods))
+        load = reading.in_flight_sum(requests * factor)
+        if pod is not None:
+            load += self.estimate(pod, resource)
+        allocatable = nodes.allocatable(resource).astype(np.float64)
+        # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
+        added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
+        measured = np.clip(reading.values, 0.0, 1.0)  # NaN (no value) stays NaN
+        return np.round((measured + added) * 100.0, _DECIMALS)
+
+    # -- Filter --------------------------------------------------------------------------
+    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
+        """Thresholds (measured + in-flight, without the incoming pod) and ``onMissing: filter``."""
+        if not self.filtering:
+            return None
+        verdict = FilterVerdict(len(nodes))
+        for resource, reader in self.readers.items():
+            reading = reader.read(nodes)
+            reader.filter_unusable(reading, verdict)
+            threshold = self.thresholds.get(resource)
+            if threshold:
+                usable = reading.usable
+                predicted = np.where(usable, self.predict(resource, reading, nodes, None), 0.0)
+                verdict.reject(usable & (predicted > threshold),
+                               THRESHOLD_REASON.format(label=LABELS[resource], threshold=threshold),
+                               Code.UNSCHEDULABLE)
+        return verdict
+
+    # -- Score -----------------------------------------------------------------------------
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        parts = []
+        for resource, weight in self.scored:
+            reader = self.readers[resource]
+            reading = reader.read(nodes)
+            parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
+        state.write(_STATE_KEY, parts)
+        usable = np.logical_and.reduce([p.reading.usable for p in parts])
+        mean = sum(p.weight * np.nan_to_num(p.predicted) for p in parts) / self.total_weight
+        return np.where(usable, np.floor(mean + 0.5), NO_DATA).astype(np.int64)  # half up
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        parts: list[_Part] = state.read(_STATE_KEY)
+        total = np.zeros(len(scores), dtype=np.int64)
+        for part in parts:
+            usable = part.reading.usable
+            predicted = np.where(usable, part.predicted, 0.0)
+            if self.args.strategy == LEAST_UTILIZED:
+                score = least_utilized(predicted)
+            else:
+                score = target_packing(predicted, self.args.target_utilization)
+            total += part.weight * part.reader.apply_policy(score, part.reading)
+        return total // self.total_weight
+
+
+def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:
+    """Trimaran TLP over predicted utilization (percent): int scores in [0, 100], floored."""
+    u = np.asarray(predicted, dtype=np.float64)
+    below = (MAX_NODE_SCORE - target) * u / target + target
+    above = target * (MAX_NODE_SCORE - u) / (MAX_NODE_SCORE - target)
+    score = np.where(u <= target, below, above)
+    score = np.where(u > MAX_NODE_SCORE, MIN_NODE_SCORE, score)
+    return np.clip(np.floor(score + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+
+
+def least_utilized(predicted: np.ndarray) -> np.ndarray:
+    """``100 - U`` (percent), floored and clipped to [0, 100]."""
+    u = np.asarray(predicted, dtype=np.float64)
+    return np.clip(np.floor(MAX_NODE_SCORE - u + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+
+
+def factory(args: LoadAwareArgs | None, handle: Any) -> LoadAware:
+    return LoadAware(args or LoadAwareArgs(), handle)
+
+
+def register(registry: PluginRegistry) -> None:
+    registry.register(NAME, factory, args_type=LoadAwareArgs, plugin_type=LoadAware)
