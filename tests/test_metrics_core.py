@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import attrs
 import numpy as np
 import pytest
 
@@ -213,14 +214,20 @@ def test_in_flight_counts_until_a_later_sample_and_expires():
     cache = make_cache([make_node("n1"), make_node("n2")])
     batch = NodeBatch(cache.table, cache.table.rows())
     hub.in_flight.placed(make_pod("a"), "n2", at=1000.0)
-    hub.in_flight.placed(make_pod("a"), "n2", at=1005.0)  # idempotent per pod
+    hub.in_flight.placed(make_pod("a"), "n2", at=1005.0)  # the same placement again: keeps its time
     hub.in_flight.placed(make_pod("b"), "n2", at=1000.0)
     hub.in_flight.placed(make_pod("old"), "n1", at=960.0)  # sampled 1000 >= 960 + 30: already visible
     reading = reader.read(batch)
     assert reading.in_flight_counts().tolist() == [0, 2]
     assert reading.in_flight_sum(np.array([1.5, 2.5])).tolist() == [0.0, 4.0]
+    assert hub.in_flight.entries["default/a"].placed_at == 1000.0
+    recreated = attrs.evolve(make_pod("a"), uid="new-uid")  # deleted and re-created: a new placement
+    hub.in_flight.placed(recreated, "n2", at=1010.0)
+    assert hub.in_flight.entries["default/a"].placed_at == 1010.0
+    hub.in_flight.placed(make_pod("ghost"), "gone-node", at=1000.0)  # a node not in the table
     hub.in_flight.removed(make_pod("b").key)
     assert reader.read(batch).in_flight_counts().tolist() == [0, 1]
+    hub.in_flight.removed(make_pod("ghost").key)
     clock.now = 1400.0  # past the ttl
     assert reader.read(batch).in_flight_counts().tolist() == [0, 0]
     assert hub.in_flight.entries == {}
@@ -272,6 +279,13 @@ def test_hub_shares_sources_and_names_them():
     assert sorted(hub.sources) == ["net", "net#2"]
     with pytest.raises(ValueError, match="args.address: Required value"):
         hub.source(plugin="D", metric="x", address="", query="q", source_args=SourceArgs())
+    # TLS files are checked when Prometheus will be queried, not when a snapshot is used.
+    with pytest.raises(ValueError, match="args.source.caFile: file '/nonexistent/ca.pem' does not exist"):
+        hub.source(plugin="E", metric="y", address="https://p:9090", query="q",
+                   source_args=SourceArgs(ca_file="/nonexistent/ca.pem"))
+    static = make_metrics_hub({"y": {"n1": 1.0}})
+    assert static.source(plugin="E", metric="y", address="", query="q",
+                         source_args=SourceArgs(ca_file="/nonexistent/ca.pem")).data.values == {"n1": 1.0}
 
 
 def test_snapshot_without_the_metric_warns_and_has_no_data():
@@ -299,7 +313,6 @@ def test_source_gauges_are_computed_at_collection():
 @pytest.mark.parametrize(("args", "path", "message"), [
     ({"source": {"refreshInterval": "500ms"}}, "source.refreshInterval", "must be at least 1s"),
     ({"source": {"queryTimeout": "0s"}}, "source.queryTimeout", "must be greater than 0"),
-    ({"source": {"caFile": "/nonexistent/ca.pem"}}, "source.caFile", "does not exist"),
     ({"source": {"nodeMapping": {"by": "zone"}}}, "source.nodeMapping.by", "Unsupported value"),
     ({"policy": {"onMissing": "zero"}}, "policy.onMissing", "Unsupported value"),
     ({"policy": {"maxAge": "-1s"}}, "policy.maxAge", "must be greater than 0"),

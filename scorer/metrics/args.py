@@ -7,7 +7,7 @@ plus two nested objects of these types::
       refreshInterval: 30s       # one bulk query per interval, in the background
       queryTimeout: 10s
       nodeMapping: {by: auto, label: node}
-      caFile: ""                 # CA bundle for https
+      caFile: ""                 # CA bundle for https (must exist when Prometheus is queried)
       bearerTokenFile: ""        # re-read on every query (rotated tokens)
       insecureSkipVerify: false
     policy:                      # what a node whose data is not usable gets
@@ -21,7 +21,6 @@ plus two nested objects of these types::
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlparse
@@ -68,9 +67,6 @@ class SourceArgs:
             errors.append(("refreshInterval", "must be at least 1s"))
         if self.query_timeout <= timedelta(0):
             errors.append(("queryTimeout", "must be greater than 0"))
-        for key, path in (("caFile", self.ca_file), ("bearerTokenFile", self.bearer_token_file)):
-            if path and not os.path.isfile(path):
-                errors.append((key, f"file {path!r} does not exist"))
         if self.insecure_skip_verify and self.ca_file:
             errors.append(("insecureSkipVerify", "cannot be combined with caFile"))
         return errors

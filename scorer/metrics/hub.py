@@ -13,11 +13,13 @@ The hub lives in ``Handle.extras["metrics"]``; ``hub_of(handle)`` returns it
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 from prometheus_client import CollectorRegistry
 
 from scorer.metrics.args import SourceArgs
@@ -37,16 +39,26 @@ class InFlightPod:
 
 
 class InFlightTracker:
-    """Pods placed recently, by pod key: Reserve adds, Unreserve removes, age prunes."""
+    """Pods placed recently, by pod key: assumed pods are added, forgotten ones removed, old ones pruned.
+
+    ``columns()`` gives the entries as aligned arrays (node names, placement
+    times, pods), rebuilt only when ``version`` changes, so readers test them
+    in one vectorized step per cycle.
+    """
+
+    PRUNE_EVERY = 1.0  # seconds between scans for entries past their ttl
 
     def __init__(self) -> None:
         self.entries: dict[str, InFlightPod] = {}
         self.version = 0
+        self._pruned_at = float("-inf")
+        self._columns_version = -1
+        self._columns: tuple[list[str], np.ndarray, tuple[Pod, ...]] = ([], np.zeros(0), ())
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
-        if entry is not None and entry.node == node:
-            return  # several plugins reserve the same placement
+        if entry is not None and entry.node == node and entry.pod.uid == pod.uid:
+            return  # the same placement seen again
         self.entries[pod.key] = InFlightPod(pod, node, at)
         self.version += 1
 
@@ -55,11 +67,22 @@ class InFlightTracker:
             self.version += 1
 
     def prune(self, now: float, ttl: float) -> None:
+        if now - self._pruned_at < self.PRUNE_EVERY:
+            return
+        self._pruned_at = now
         old = [k for k, e in self.entries.items() if now - e.placed_at > ttl]
         for key in old:
             del self.entries[key]
         if old:
             self.version += 1
+
+    def columns(self) -> tuple[list[str], np.ndarray, tuple[Pod, ...]]:
+        if self._columns_version != self.version:
+            entries = list(self.entries.values())
+            self._columns = ([e.node for e in entries], np.array([e.placed_at for e in entries], dtype=np.float64),
+                             tuple(e.pod for e in entries))
+            self._columns_version = self.version
+        return self._columns
 
 
 @attrs.frozen(slots=True)
@@ -108,6 +131,10 @@ class MetricsHub:
             static = self.snapshot.source(metric, self.loaded_at)
             self._add(static)
             return static
+        for key, path in (("caFile", source_args.ca_file), ("bearerTokenFile", source_args.bearer_token_file)):
+            # Checked here, not at config load: a snapshot run (simulate --metrics) never reads them.
+            if path and not os.path.isfile(path):
+                raise ValueError(f"args.source.{key}: file {path!r} does not exist")
         if not address:
             raise ValueError("args.address: Required value: the Prometheus URL (http://host:port), unless a "
                              "metrics snapshot is given (scorer simulate --metrics FILE, or a MetricsSnapshot "
