@@ -1,7 +1,15 @@
-"""First bench: scheduling-cycle latency and throughput of the default profile.
+"""Bench: scheduling-cycle latency and throughput, default or metric-driven profile.
 
-    python bench/run.py                      # 500, 5,000 and 15,000 nodes
+    python bench/run.py                      # 500, 5,000 and 15,000 nodes, default profile
     python bench/run.py --nodes 500 --pods 200 --out /tmp/b.json
+    python bench/run.py --profile metrics    # + LoadAware and NetworkTraffic on a metrics snapshot
+
+With ``--profile metrics`` (needs the contrib plugins installed) every node
+has a random CPU utilization and network rate in a static snapshot, the two
+plugins score and filter by them, and pods placed during the run count as
+in-flight load. It also times the mapping of one bulk Prometheus result
+(an instant vector with one series per node) to nodes: the per-refresh cost
+that replaces per-pod queries.
 
 Synthetic clusters as kube-scheduler's scheduler_perf builds them: nodes of
 4 CPU, 32Gi memory, 110 pods, spread over 3 zones; ``--existing-per-node``
@@ -28,6 +36,8 @@ import numpy as np
 from scorer import __version__
 from scorer.assembly import assemble, gc_tuned
 from scorer.memory import InMemoryCluster
+from scorer.metrics import MetricsSnapshot, NodeIndex, NodeMapping
+from scorer.metrics.source import parse_vector
 from scorer.model import Node, Pod, node_from_dict, pod_from_dict
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -56,13 +66,51 @@ def make_pod(name: str, node: str = "", cpu: str = "100m", memory: str = "500Mi"
     })
 
 
-def run_size(node_count: int, pod_count: int, existing_per_node: int, seed: int) -> dict:
+METRICS_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [{
+        "schedulerName": "default-scheduler",
+        "plugins": {"multiPoint": {"enabled": [{"name": "LoadAware", "weight": 3},
+                                               {"name": "NetworkTraffic", "weight": 2}]}},
+        "pluginConfig": [{"name": "LoadAware", "args": {"usageThresholds": {"cpu": 90}}}],
+    }],
+}
+
+
+def metrics_snapshot(nodes: list[Node], seed: int) -> MetricsSnapshot:
+    rng = np.random.default_rng(seed)
+    cpu = rng.uniform(0.05, 0.95, len(nodes))
+    net = rng.uniform(1e5, 1e8, len(nodes))
+    return MetricsSnapshot({
+        "cpu_utilization": {n.name: (float(c), 10.0) for n, c in zip(nodes, cpu, strict=True)},
+        "network_receive_bytes_per_second": {n.name: (float(b), 10.0) for n, b in zip(nodes, net, strict=True)},
+    }, "bench snapshot")
+
+
+def refresh_parse_ms(nodes: list[Node], repeat: int = 5) -> float:
+    """Median time to map one bulk instant-vector result (one series per node) to nodes."""
+    result = [{"metric": {"instance": f"{n.name}:9100", "node": n.name}, "value": [1700000000.0, str(i * 1.5)]}
+              for i, n in enumerate(nodes)]
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        parse_vector(result, NodeMapping("auto"), NodeIndex(nodes), "sum")
+        times.append(time.perf_counter() - t0)
+    return round(float(np.median(times)) * 1000.0, 3)
+
+
+def run_size(node_count: int, pod_count: int, existing_per_node: int, seed: int, profile: str = "default") -> dict:
     nodes = make_nodes(node_count)
     existing = [make_pod(f"init-{i}-{j}", nodes[i].name, cpu="200m", memory="1Gi")
                 for i in range(node_count) for j in range(existing_per_node)]
     pending = [make_pod(f"pod-{k:06d}") for k in range(pod_count)]
     cluster = InMemoryCluster(nodes, existing + pending, [])
-    asm = assemble(None, cluster, autoload=False, seed=seed)
+    if profile == "metrics":
+        asm = assemble(METRICS_CONFIG, cluster, autoload=True, seed=seed,
+                       metrics_snapshot=metrics_snapshot(nodes, seed))
+    else:
+        asm = assemble(None, cluster, autoload=False, seed=seed)
     asm.cache.load(nodes, existing, [])
     for pod in pending:
         asm.queue.add(pod)
@@ -98,6 +146,8 @@ def run_size(node_count: int, pod_count: int, existing_per_node: int, seed: int)
         "cycle_only_pods_per_second": round(len(ms) / (ms.sum() / 1000.0), 1),
         "score_plugins": [p.name for p in asm.frameworks["default-scheduler"].score_plugins],
         "filter_plugins": [p.name for p in asm.frameworks["default-scheduler"].filter_plugins],
+        "nodes_used": len({asm.cache.pod_node[p.key] for p in pending if p.key in asm.cache.pod_node}),
+        **({"refresh_parse_ms": refresh_parse_ms(nodes)} if profile == "metrics" else {}),
     }
 
 
@@ -107,22 +157,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000, help="pending pods scheduled per size")
     parser.add_argument("--existing-per-node", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="bench/results/first-bench.json")
+    parser.add_argument("--profile", choices=("default", "metrics"), default="default")
+    parser.add_argument("--out", default=None, help="JSON results (default bench/results/<profile>.json)")
     args = parser.parse_args(argv)
+    args.out = args.out or f"bench/results/{args.profile}.json"
     sizes = [int(s) for s in args.nodes.split(",") if s.strip()]
     results = []
     print(f"{'nodes':>7} {'pods':>6} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'pods/s':>9} {'cycle-only/s':>13}")
     for size in sizes:
-        r = run_size(size, args.pods, args.existing_per_node, args.seed)
+        r = run_size(size, args.pods, args.existing_per_node, args.seed, args.profile)
         results.append(r)
         c = r["cycle_ms"]
         print(f"{r['nodes']:>7} {r['scheduled']:>6} {c['p50']:>8.3f} {c['p90']:>8.3f} {c['p99']:>8.3f} "
-              f"{r['pods_per_second']:>9.1f} {r['cycle_only_pods_per_second']:>13.1f}", flush=True)
+              f"{r['pods_per_second']:>9.1f} {r['cycle_only_pods_per_second']:>13.1f}"
+              + (f"   refresh parse {r['refresh_parse_ms']:.2f} ms, nodes used {r['nodes_used']}"
+                 if "refresh_parse_ms" in r else ""), flush=True)
     report = {
         "scorer": __version__,
         "python": sys.version.split()[0],
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-        "profile": "default-scheduler (kube defaults; plugins scorer implements)",
+        "profile": ("default-scheduler (kube defaults; plugins scorer implements)" if args.profile == "default"
+                    else "default plugins + LoadAware (weight 3, cpu threshold 90%) + NetworkTraffic (weight 2), "
+                         "static metrics snapshot"),
         "results": results,
     }
     out = Path(args.out)

@@ -41,9 +41,8 @@ class InFlightPod:
 class InFlightTracker:
     """Pods placed recently, by pod key: assumed pods are added, forgotten ones removed, old ones pruned.
 
-    ``columns()`` gives the entries as aligned arrays (node names, placement
-    times, pods), rebuilt only when ``version`` changes, so readers test them
-    in one vectorized step per cycle.
+    ``columns(table)`` gives the entries as aligned arrays (node row,
+    placement time, pod), so readers test them in one vectorized step.
     """
 
     PRUNE_EVERY = 1.0  # seconds between scans for entries past their ttl
@@ -52,8 +51,8 @@ class InFlightTracker:
         self.entries: dict[str, InFlightPod] = {}
         self.version = 0
         self._pruned_at = float("-inf")
-        self._columns_version = -1
-        self._columns: tuple[list[str], np.ndarray, tuple[Pod, ...]] = ([], np.zeros(0), ())
+        self._columns_key: tuple[int, int, int] | None = None
+        self._columns: tuple[np.ndarray, np.ndarray, tuple[Pod, ...]] = (np.zeros(0, dtype=np.int64), np.zeros(0), ())
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
@@ -76,12 +75,17 @@ class InFlightTracker:
         if old:
             self.version += 1
 
-    def columns(self) -> tuple[list[str], np.ndarray, tuple[Pod, ...]]:
-        if self._columns_version != self.version:
+    def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+        """(row in ``table`` or -1, placement time, pod) per entry; shared by every reader,
+        rebuilt when an entry or the table's rows change."""
+        key = (self.version, id(table), table.layout_version)
+        if self._columns_key != key:
             entries = list(self.entries.values())
-            self._columns = ([e.node for e in entries], np.array([e.placed_at for e in entries], dtype=np.float64),
+            index = table.index
+            self._columns = (np.array([index.get(e.node, -1) for e in entries], dtype=np.int64),
+                             np.array([e.placed_at for e in entries], dtype=np.float64),
                              tuple(e.pod for e in entries))
-            self._columns_version = self.version
+            self._columns_key = key
         return self._columns
 
 

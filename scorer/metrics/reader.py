@@ -86,10 +86,6 @@ class MetricReader:
         self._key: tuple[int, int, int] | None = None
         self._values_by_row = np.zeros(0)
         self._times_by_row = np.zeros(0)
-        self._flight_key: tuple[int, int, int] | None = None
-        self._flight_rows = np.zeros(0, dtype=np.int64)
-        self._flight_placed = np.zeros(0)
-        self._flight_pods: tuple[Pod, ...] = ()
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
@@ -141,13 +137,7 @@ class MetricReader:
         if not self.policy.in_flight.enabled or not tracker.entries:
             return np.zeros(0, dtype=np.int64), ()
         tracker.prune(now, self.ttl)
-        key = (tracker.version, id(table), table.layout_version)
-        if key != self._flight_key:
-            nodes, placed_at, pods = tracker.columns()
-            index = table.index
-            self._flight_rows = np.array([index.get(n, -1) for n in nodes], dtype=np.int64)
-            self._flight_placed, self._flight_pods, self._flight_key = placed_at, pods, key
-        entry_rows = self._flight_rows
+        entry_rows, placed_at, pods = tracker.columns(table)
         if not len(entry_rows):
             return np.zeros(0, dtype=np.int64), ()
         position_of_row = np.full(len(table.names) + 1, -1, dtype=np.int64)  # last slot: unknown node
@@ -156,9 +146,8 @@ class MetricReader:
         sampled = times_by_row[np.maximum(entry_rows, 0)] if len(times_by_row) else np.full(len(entry_rows), np.nan)
         # Counted until a sample taken ``settle`` seconds after the placement arrives.
         with np.errstate(invalid="ignore"):
-            keep = (positions >= 0) & (np.isnan(sampled) | (sampled < self._flight_placed + self.settle))
+            keep = (positions >= 0) & (np.isnan(sampled) | (sampled < placed_at + self.settle))
         chosen = np.flatnonzero(keep)
-        pods = self._flight_pods
         return positions[chosen], tuple(pods[i] for i in chosen.tolist())
 
     # -- policy ------------------------------------------------------------------
