@@ -228,6 +228,9 @@ class PrometheusSource:
 
             session = requests.Session()
             session.verify = self.spec.ca_file or not self.spec.insecure_skip_verify
+            if self.spec.insecure_skip_verify:
+                log.warning("metrics source %s: insecureSkipVerify is set: %s's certificate is not checked",
+                            self.name, self.spec.url)
             # No client-side retries: the refresh loop retries with backoff and counts each failure.
             self._client = PrometheusConnect(url=self.spec.url, session=session, retry=Retry(total=0),
                                              timeout=self.spec.timeout)
