@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from scorer.framework.labels import LabelColumn
 from scorer.framework.types import NodeInfo
 from scorer.model import Namespace, Node, Pod, Taint
 
@@ -44,6 +45,8 @@ class NodeTable:
         # Bumped when rows are added or removed (row -> node changes); caches of
         # per-row data that does not depend on pods key on it.
         self.layout_version = 0
+        # Label columns by key, dropped whenever a node is added, updated or removed.
+        self._label_columns: dict[str, LabelColumn] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -93,6 +96,14 @@ class NodeTable:
         self.unschedulable[row] = node.unschedulable
         self.taint_set[row] = self._intern_taints(tuple(node.taints))
         self.nodes[row] = node
+        self._label_columns.clear()
+
+    def label_column(self, key: str) -> LabelColumn:
+        """The values of label ``key`` over the rows, as codes (built once per node change)."""
+        column = self._label_columns.get(key)
+        if column is None:
+            column = self._label_columns[key] = LabelColumn(key, self.nodes)
+        return column
 
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Node) -> int:
@@ -135,6 +146,7 @@ class NodeTable:
         self.names.pop()
         self.nodes.pop()
         self.pods.pop()
+        self._label_columns.clear()
         self.version += 1
         self.layout_version += 1
         return pods

@@ -336,11 +336,12 @@ def test_label_columns_follow_node_updates_not_pod_changes():
         return [n for n, bad in zip(table.names, verdict.failed.tolist(), strict=True) if not bad]
 
     assert feasible() == ["n1", "n3"]
-    columns = pl._labels
+    column = table.label_column("disk")
     cache.assume(make_pod("x", cpu="1"), "n1")
     assert feasible() == ["n1", "n3"]
-    assert pl._labels is columns  # only pods changed: labels reused
+    assert table.label_column("disk") is column  # only pods changed: labels reused
     cache.update_node(make_node("n4", labels={"disk": "ssd"}))
+    assert table.label_column("disk") is not column
     assert feasible() == ["n1", "n3", "n4"]
     cache.remove_node("n1")
     assert table.names == ["n5", "n2", "n3", "n4"]  # the last row moved into n1's place

@@ -12,6 +12,7 @@ from scorer.framework.status import Code, Status
 
 if TYPE_CHECKING:
     from scorer.cache import NodeTable
+    from scorer.framework.labels import LabelColumn
     from scorer.model import Node, Pod
 
 MAX_NODE_SCORE = 100
@@ -96,6 +97,11 @@ class NodeBatch:
 
     def unschedulable(self) -> np.ndarray:
         return self.table.unschedulable[self.rows]
+
+    def label_column(self, key: str) -> LabelColumn:
+        """Label ``key`` over the whole table as codes: ``column.equals(value, nodes.rows)``,
+        or ``column.codes[nodes.rows]`` with ``column.code_of``. Cached until a node changes."""
+        return self.table.label_column(key)
 
 
 # Severity order of rejection codes inside a FilterVerdict (0 = passes).

@@ -26,14 +26,12 @@ from scorer.model import (
     PreferredSchedulingTerm,
     _FieldError,
     _node_affinity,
-    parse_int64,
 )
 from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
-    from scorer.cache import NodeTable
     from scorer.framework import CycleState
-    from scorer.model import Node, Pod
+    from scorer.model import Pod
     from scorer.registry import PluginRegistry
 
 NAME = "NodeAffinity"
@@ -89,96 +87,6 @@ class _FilterState:
     required: NodeSelector | None
 
 
-class _LabelColumn:
-    """One label key over the nodes of a table, as integer codes.
-
-    ``codes[row]`` is the code of the node's value; ``code_of`` maps each
-    distinct value (None: the node lacks the label) to its code. A requirement
-    is decided once per distinct value (``lookup``), then spread by indexing.
-    """
-
-    __slots__ = ("codes", "code_of", "_ints")
-
-    def __init__(self, key: str, nodes: list[Node]) -> None:
-        code_of: dict[str | None, int] = {}
-        self.codes = np.fromiter(
-            (code_of.setdefault(node.labels.get(key), len(code_of)) for node in nodes),
-            dtype=np.int64,
-            count=len(nodes),
-        )
-        self.code_of = code_of
-        self._ints: tuple[np.ndarray, np.ndarray] | None = None
-
-    def _parsed(self) -> tuple[np.ndarray, np.ndarray]:
-        """(value as int64, parses as int64) per code, for Gt and Lt."""
-        if self._ints is None:
-            parsed = [None if v is None else parse_int64(v) for v in self.code_of]
-            valid = np.array([p is not None for p in parsed], dtype=bool)
-            ints = np.array([p if p is not None else 0 for p in parsed], dtype=np.int64)
-            self._ints = (ints, valid)
-        return self._ints
-
-    def lookup(self, req: NodeSelectorRequirement) -> np.ndarray:
-        """Bool per code: does a node with that value match ``req``?
-
-        Same semantics as ``NodeSelectorRequirement.matches`` (kube's
-        ``labels.Requirement``); O(len(req.values)) for In and NotIn.
-        """
-        op = req.operator
-        lut = np.zeros(len(self.code_of), dtype=bool)
-        if op in ("In", "NotIn"):
-            for value in req.values:
-                code = self.code_of.get(value)
-                if code is not None:
-                    lut[code] = True
-            return lut if op == "In" else ~lut  # a missing label is "not in"
-        if op in ("Exists", "DoesNotExist"):
-            lut[:] = True
-            missing = self.code_of.get(None)
-            if missing is not None:
-                lut[missing] = False
-            return lut if op == "Exists" else ~lut
-        if op in ("Gt", "Lt") and len(req.values) == 1:
-            want = parse_int64(req.values[0])
-            if want is None:
-                return lut
-            ints, valid = self._parsed()
-            return valid & (ints > want if op == "Gt" else ints < want)
-        return lut
-
-
-class _LabelColumns:
-    """Node labels of one table as ``_LabelColumn``s, built per key on demand.
-
-    Valid while the table's node objects are the same: pod changes bump
-    ``table.version`` without touching labels.
-    """
-
-    __slots__ = ("table", "version", "nodes", "columns")
-
-    def __init__(self, table: NodeTable) -> None:
-        self.table = table
-        self.version = table.version
-        self.nodes: list[Node] = list(table.nodes)
-        self.columns: dict[str, _LabelColumn] = {}
-
-    def still_valid(self, table: NodeTable) -> bool:
-        if self.table is not table:
-            return False
-        if self.version != table.version:
-            # Identity comparison first: O(nodes) in C, no Python per node.
-            if self.nodes != table.nodes:
-                return False
-            self.version = table.version
-        return True
-
-    def column(self, key: str) -> _LabelColumn:
-        col = self.columns.get(key)
-        if col is None:
-            col = self.columns[key] = _LabelColumn(key, self.nodes)
-        return col
-
-
 def _required_of(pod: Pod) -> NodeSelector | None:
     affinity = pod.affinity
     if affinity is None or affinity.node_affinity is None:
@@ -204,15 +112,8 @@ class NodeAffinity:
         self.added_preferred: tuple[PreferredSchedulingTerm, ...] | None = (
             added.preferred if added is not None else None
         )
-        self._labels: _LabelColumns | None = None
 
     # -- vectorized selector evaluation --------------------------------------------
-    def _columns(self, table: NodeTable) -> _LabelColumns:
-        labels = self._labels
-        if labels is None or not labels.still_valid(table):
-            labels = self._labels = _LabelColumns(table)
-        return labels
-
     def _requirement(
         self, req: NodeSelectorRequirement, nodes: NodeBatch, field: bool
     ) -> np.ndarray:
@@ -224,7 +125,7 @@ class NodeAffinity:
                     named[row] = True
             hit = named[nodes.rows]
             return hit if req.operator == "In" else ~hit
-        column = self._columns(nodes.table).column(req.key)
+        column = nodes.label_column(req.key)
         return column.lookup(req)[column.codes[nodes.rows]]
 
     def _term(self, term: NodeSelectorTerm, nodes: NodeBatch) -> np.ndarray:

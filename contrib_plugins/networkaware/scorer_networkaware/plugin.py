@@ -26,9 +26,8 @@ from scorer.hookspecs import hookimpl
 from scorer.queue import ClusterEvent
 
 if TYPE_CHECKING:
-    from scorer.cache import NodeTable
     from scorer.framework import CycleState
-    from scorer.model import Node, Pod
+    from scorer.model import Pod
     from scorer.registry import PluginRegistry
 
 NAME = "NetworkAware"
@@ -105,54 +104,12 @@ def _label_value_error(value: str) -> str:
     return ""
 
 
-class _LabelCodes:
-    """One label key over the rows of a NodeTable, as integer codes.
-
-    ``codes[row]`` is the code of the row's label value; ``code_of`` maps each
-    value present (None: the node lacks the label) to its code. Valid while
-    the table holds the same node objects: binding pods bumps
-    ``table.version`` without touching labels, updating a node replaces it.
-    """
-
-    __slots__ = ("table", "version", "nodes", "codes", "code_of")
-
-    def __init__(self, table: NodeTable, key: str) -> None:
-        self.table = table
-        self.version = table.version
-        self.nodes: list[Node] = list(table.nodes)
-        code_of: dict[str | None, int] = {}
-        self.codes = np.fromiter(
-            (code_of.setdefault(node.labels.get(key), len(code_of)) for node in self.nodes),
-            dtype=np.int64,
-            count=len(self.nodes),
-        )
-        self.code_of = code_of
-
-    def still_valid(self, table: NodeTable) -> bool:
-        if self.table is not table:
-            return False
-        if self.version != table.version:
-            # Identity comparison of the node objects: O(nodes) in C, no Python per node.
-            if self.nodes != table.nodes:
-                return False
-            self.version = table.version
-        return True
-
-    def equals(self, value: str, rows: np.ndarray) -> np.ndarray:
-        """Bool per row of ``rows``: does the node's label equal ``value``?"""
-        code = self.code_of.get(value)
-        if code is None:
-            return np.zeros(len(rows), dtype=bool)
-        return self.codes[rows] == code
-
-
 class NetworkAware:
     name = NAME
 
     def __init__(self, args: NetworkAwareArgs) -> None:
         self.args = args
         self._values = frozenset(args.values)
-        self._labels: _LabelCodes | None = None
 
     def requested_value(self, pod: Pod) -> str | None:
         """The network ``pod`` asks for, or None when the plugin does not constrain it."""
@@ -169,10 +126,7 @@ class NetworkAware:
         ]
 
     def _matches(self, value: str, nodes: NodeBatch) -> np.ndarray:
-        labels = self._labels
-        if labels is None or not labels.still_valid(nodes.table):
-            labels = self._labels = _LabelCodes(nodes.table, self.args.node_label)
-        return labels.equals(value, nodes.rows)
+        return nodes.label_column(self.args.node_label).equals(value, nodes.rows)
 
     # -- filter --------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:

@@ -127,11 +127,11 @@ def test_label_codes_follow_node_updates():
         return [n for n, bad in zip(table.names, verdict.failed.tolist(), strict=True) if not bad]
 
     assert feasible() == ["fast"]
-    codes = plugin._labels
+    codes = cache.table.label_column("network-topology")
     cache.add_pod(make_pod("bound", node_name="standard"))
-    assert feasible() == ["fast"] and plugin._labels is codes  # pods changed, labels did not
+    assert feasible() == ["fast"] and cache.table.label_column("network-topology") is codes  # pods changed only
     cache.update_node(make_node("bare", labels={"network-topology": "high-speed"}))
-    assert feasible() == ["fast", "bare"] and plugin._labels is not codes
+    assert feasible() == ["fast", "bare"] and cache.table.label_column("network-topology") is not codes
 
 
 # -- args ------------------------------------------------------------------------------------------
