@@ -581,7 +581,7 @@ def _show(value: str) -> str:
     return shown if len(shown) <= 80 else shown[:76] + '..."'
 
 
-def _describe(value: object) -> str:
+def describe_value(value: object) -> str:
     """``a boolean (true)``, ``a list``... for "expected X, got Y" messages."""
     if value is None:
         return "null"
@@ -606,7 +606,7 @@ def _expected(what: str, value: object) -> str:
     hint = ""
     if what == "a string" and isinstance(value, (bool, int, float, datetime.date)):
         hint = " (quote it in YAML)"
-    return f"expected {what}, got {_describe(value)}{hint}"
+    return f"expected {what}, got {describe_value(value)}{hint}"
 
 
 def _mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
@@ -1187,7 +1187,7 @@ def _metadata(
     """(metadata, namespace, name, label) where label names the object in errors."""
     where = f" ({origin})" if origin else ""
     if not isinstance(obj, Mapping):
-        got = _describe(obj)
+        got = describe_value(obj)
         raise ModelError(f"{kind}{where}: expected a {kind} object (a mapping), got {got}")
     name = ""
     try:
@@ -1195,7 +1195,7 @@ def _metadata(
         name = _required_str(meta, "name", "metadata")
         declared = obj.get("kind")
         if declared is not None and declared != kind:
-            raise _FieldError("kind", f"expected {kind}, got {_describe(declared)}")
+            raise _FieldError("kind", f"expected {kind}, got {describe_value(declared)}")
         namespace = (_str(meta, "namespace", "metadata") or "default") if namespaced else ""
     except _FieldError as error:
         label = f"{kind} {name}" if name else kind
@@ -1246,7 +1246,7 @@ def object_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Pod | Node 
     """Build a Pod, Node or Namespace according to ``kind``; other kinds are errors."""
     where = f" ({origin})" if origin else ""
     if not isinstance(obj, Mapping):
-        raise ModelError(f"object{where}: expected a Kubernetes object, got {_describe(obj)}")
+        raise ModelError(f"object{where}: expected a Kubernetes object, got {describe_value(obj)}")
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ModelError(f"object{_object_name(obj, origin)}: kind: {_missing_kind(kind)}")
@@ -1260,7 +1260,7 @@ def object_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Pod | Node 
 
 
 def _missing_kind(kind: object) -> str:
-    got = "" if kind is None else f", got {_describe(kind)}"
+    got = "" if kind is None else f", got {describe_value(kind)}"
     return f"required (a Kubernetes object such as Pod, Node or Namespace){got}"
 
 
@@ -1332,7 +1332,7 @@ def _load_one(obj: object, origin: str, default_kind: str | None, loaded: Loaded
     if not isinstance(obj, Mapping):
         raise ModelError(
             f"{origin}: expected a Kubernetes object (a mapping with apiVersion and kind), "
-            f"got {_describe(obj)}"
+            f"got {describe_value(obj)}"
         )
     kind = obj.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:

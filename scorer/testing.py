@@ -34,6 +34,7 @@ __all__ = [
     "make_metrics_hub",
     "make_node",
     "make_pod",
+    "plugin_config",
     "run_plugin",
 ]
 
@@ -151,6 +152,20 @@ def make_handle(hub: MetricsHub | None = None, cache: ClusterCache | None = None
     """A Handle for building a plugin in a test; ``hub`` becomes ``handle.extras["metrics"]``."""
     extras: dict[str, Any] = {} if hub is None else {EXTRAS_KEY: hub}
     return Handle(cache, profile_name, None, extras)
+
+
+def plugin_config(name: str, args: Mapping[str, Any] | None = None, *, weight: int | None = None,
+                  scheduler_name: str = "default-scheduler") -> dict[str, Any]:
+    """A KubeSchedulerConfiguration (v1) whose one profile enables plugin ``name`` at every
+    extension point it implements (``multiPoint``, on top of the defaults), with ``args``."""
+    enabled: dict[str, Any] = {"name": name}
+    if weight is not None:
+        enabled["weight"] = weight
+    profile: dict[str, Any] = {"schedulerName": scheduler_name, "plugins": {"multiPoint": {"enabled": [enabled]}}}
+    if args is not None:
+        profile["pluginConfig"] = [{"name": name, "args": dict(args)}]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [profile]}
 
 
 @attrs.frozen(slots=True)

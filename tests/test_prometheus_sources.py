@@ -239,18 +239,29 @@ def test_prometheus_down_then_back(prometheus_bin, tmp_path):
             hub.start()
             try:
                 await _wait(lambda: not source.data.warming_up and len(source.data.values) == N_NODES)
-                first = source.data
                 assert sample("scorer_metrics_source_up", labels) == 1.0
                 [node] = await _schedule(asm, [make_pod("before", cpu="100m")])
                 assert node == "n2"
 
                 server.stop()
-                await _wait(lambda: source.data.last_error_kind == "connection")
+                stopped_at = time.time()
+                healthy = {}  # generation -> the last good reading seen with it
+
+                def failed() -> bool:
+                    data = source.data
+                    if data.healthy:
+                        healthy[data.generation] = data
+                    return data.last_error_kind == "connection"
+
+                healthy[source.data.generation] = source.data
+                await _wait(failed)
                 kept = source.data
-                # The last good values are kept with their original sample times, never zeroed.
-                assert kept.values == first.values or kept.generation > first.generation
-                assert kept.sample_times == {n: t for n, t in kept.sample_times.items()}
-                assert all(v > 0 for v in kept.values.values())
+                # The last good values are kept with their original sample times, never zeroed or restamped.
+                good = healthy[kept.generation]
+                assert good.healthy and kept.last_error is not None
+                assert kept.values == good.values and kept.sample_times == good.sample_times
+                assert len(kept.values) == N_NODES and all(v > 0 for v in kept.values.values())
+                assert max(kept.sample_times.values()) <= stopped_at and kept.last_success <= stopped_at
                 assert sample("scorer_metrics_source_up", labels) == 0.0
                 assert sample("scorer_metrics_source_errors_total", {**labels, "kind": "connection"}) >= 1
                 last_success = sample("scorer_metrics_source_last_success_timestamp_seconds", labels)

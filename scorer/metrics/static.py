@@ -28,7 +28,7 @@ import yaml
 from scorer.config.duration import parse_duration
 from scorer.errors import InputError
 from scorer.metrics.source import StaticSource
-from scorer.model import _describe
+from scorer.model import describe_value
 
 KIND = "MetricsSnapshot"
 
@@ -89,7 +89,7 @@ def parse_snapshot(document: Mapping[str, Any], origin: str) -> MetricsSnapshot:
     metrics_data = document.get("metrics")
     if not isinstance(metrics_data, Mapping):
         raise InputError(f"{origin}: metrics: expected a mapping of metric name to per-node values, "
-                         f"got {_describe(metrics_data)}")
+                         f"got {describe_value(metrics_data)}")
     metrics: dict[str, dict[str, tuple[float, float]]] = {}
     for name, nodes in metrics_data.items():
         path = f"{origin}: metrics.{name}"
@@ -99,7 +99,7 @@ def parse_snapshot(document: Mapping[str, Any], origin: str) -> MetricsSnapshot:
             metrics[name] = {}
             continue
         if not isinstance(nodes, Mapping):
-            raise InputError(f"{path}: expected a mapping of node name to value, got {_describe(nodes)}")
+            raise InputError(f"{path}: expected a mapping of node name to value, got {describe_value(nodes)}")
         values: dict[str, tuple[float, float]] = {}
         for node, entry in nodes.items():
             parsed = _entry(entry, f"{path}.{node}")
@@ -120,7 +120,7 @@ def _entry(entry: Any, path: str) -> tuple[float, float] | None:
         age = entry.get("age", 0.0)
     if value is None:
         return None
-    expected = f"{path}: expected a finite number (or null for no data), got {_describe(value)}"
+    expected = f"{path}: expected a finite number (or null for no data), got {describe_value(value)}"
     if isinstance(value, str):
         # YAML 1.1 reads 1.2e6 (no sign in the exponent) as a string: accept numeric text.
         try:
@@ -134,7 +134,7 @@ def _entry(entry: Any, path: str) -> tuple[float, float] | None:
 
 def _age(age: Any, path: str) -> float:
     if isinstance(age, bool):
-        raise InputError(f"{path}: expected a duration such as 30s or 5m, got {_describe(age)}")
+        raise InputError(f"{path}: expected a duration such as 30s or 5m, got {describe_value(age)}")
     if isinstance(age, (int, float)):
         seconds = float(age)
     elif isinstance(age, str):
@@ -143,7 +143,7 @@ def _age(age: Any, path: str) -> float:
         except ValueError as exc:
             raise InputError(f"{path}: {exc}; expected a duration such as 30s or 5m") from None
     else:
-        raise InputError(f"{path}: expected a duration such as 30s or 5m, got {_describe(age)}")
+        raise InputError(f"{path}: expected a duration such as 30s or 5m, got {describe_value(age)}")
     if seconds < 0 or not math.isfinite(seconds):
         raise InputError(f"{path}: must not be negative")
     return seconds

@@ -24,7 +24,7 @@ from scorer.metrics import MetricsHub, snapshot_from_documents
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, run_plugin
+from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PATH = "profiles[0].pluginConfig[0].args"
@@ -468,15 +468,7 @@ def test_defaults():
 
 
 def config_with_args(args: dict) -> dict:
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{
-            "schedulerName": "default-scheduler",
-            "plugins": {"multiPoint": {"enabled": [{"name": NAME}]}},
-            "pluginConfig": [{"name": NAME, "args": args}],
-        }],
-    }
+    return plugin_config(NAME, args)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from scorer.model import load_objects
 from scorer.queue import ClusterEvent, matches
 from scorer.registry import build_registry
 from scorer.simulate import VirtualClock, simulate
-from scorer.testing import make_cache, make_node, make_pod, run_plugin
+from scorer.testing import make_cache, make_node, make_pod, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -151,15 +151,7 @@ def test_default_args():
 
 
 def config_with_args(args: dict) -> dict:
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{
-            "schedulerName": "default-scheduler",
-            "plugins": {"multiPoint": {"enabled": [{"name": NAME}]}},
-            "pluginConfig": [{"name": NAME, "args": args}],
-        }],
-    }
+    return plugin_config(NAME, args)
 
 
 PATH = "profiles[0].pluginConfig[0].args"
