@@ -86,8 +86,9 @@ def assemble(
     if hub is None:
         hub = MetricsHub(lambda: cache.table.nodes, snapshot=metrics_snapshot, clock=metrics_clock)
         extras[EXTRAS_KEY] = hub
-    cache.placement_listeners.append(_placement_recorder(hub))
     frameworks = build_frameworks(resolved, catalog, cache, cluster, extras)
+    if hub.bindings:  # some plugin reads metrics: record placements as in-flight load (pruned by its reads)
+        cache.placement_listeners.append(_placement_recorder(hub))
     first = frameworks[resolved[0].scheduler_name]
 
     def pre_enqueue(pod: Any) -> str | None:

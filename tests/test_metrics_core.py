@@ -10,6 +10,7 @@ import pytest
 
 from scorer.errors import InputError
 from scorer.framework import FilterVerdict, NodeBatch
+from scorer.hookspecs import hookimpl
 from scorer.metrics import (
     DataPolicyArgs,
     InFlightArgs,
@@ -254,17 +255,54 @@ def test_reader_follows_node_layout_changes():
     assert reader.read(batch).values.tolist() == [3.0, 2.0]
 
 
-def test_assumed_pods_become_in_flight_through_the_cache():
+class _ReadsCpu:
+    """A minimal metric-driven score plugin for the assembly tests."""
+
+    name = "ReadsCpu"
+
+    def __init__(self, args, handle) -> None:
+        from scorer.metrics import hub_of
+
+        hub = hub_of(handle)
+        source = hub.source(plugin=self.name, metric="cpu", address="", query="q", source_args=SourceArgs())
+        self.reader = MetricReader(hub, self.name, "cpu", source, DataPolicyArgs(), SourceArgs())
+
+    def score_batch(self, state, pod, nodes):
+        return self.reader.apply_policy(np.zeros(len(nodes), dtype=np.int64), self.reader.read(nodes))
+
+
+class _ReadsCpuModule:
+    __name__ = "reads_cpu"
+
+    @staticmethod
+    def scorer_register_plugins(registry):
+        registry.register("ReadsCpu", _ReadsCpu, plugin_type=_ReadsCpu)
+
+
+_ReadsCpuModule.scorer_register_plugins = hookimpl(_ReadsCpuModule.scorer_register_plugins)
+
+
+@pytest.mark.parametrize("reads_metrics", [True, False])
+def test_assumed_pods_become_in_flight_through_the_cache(reads_metrics):
     from scorer.assembly import assemble
     from scorer.memory import InMemoryCluster
     from scorer.model import LoadedObjects
+    from scorer.registry import build_registry
 
     objects = LoadedObjects(nodes=[make_node("n1")])
-    asm = assemble(None, InMemoryCluster.from_objects(objects), autoload=False,
+    config = None
+    if reads_metrics:
+        config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                  "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "ReadsCpu"}]}}}]}
+    asm = assemble(config, InMemoryCluster.from_objects(objects),
+                   registry=build_registry(autoload=False, modules=[_ReadsCpuModule]),
                    metrics_snapshot=MetricsSnapshot({"cpu": {"n1": (0.1, 0.0)}}))
     asm.cache.load(objects.nodes, [], [])
     pod = make_pod("p")
     asm.cache.assume(pod, "n1")
+    if not reads_metrics:  # nothing reads metrics: placements are not recorded (nothing would prune them)
+        assert asm.metrics.in_flight.entries == {}
+        return
     assert asm.metrics.in_flight.entries["default/p"].node == "n1"
     asm.cache.forget(pod)
     assert asm.metrics.in_flight.entries == {}
