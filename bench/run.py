@@ -36,9 +36,9 @@ import numpy as np
 from scorer import __version__
 from scorer.assembly import assemble, gc_tuned
 from scorer.memory import InMemoryCluster
-from scorer.metrics import MetricsSnapshot, NodeIndex, NodeMapping
-from scorer.metrics.source import parse_vector
 from scorer.model import Node, Pod, node_from_dict, pod_from_dict
+from scorer.sources import MetricsSnapshot, NodeIndex, NodeMapping
+from scorer.sources.source import parse_vector
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -14,11 +14,12 @@ import attrs
 
 from scorer.cache import ClusterCache
 from scorer.config import SchedulerConfig, load_config, resolve_config
+from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
-from scorer.metrics import EXTRAS_KEY, MetricsHub, MetricsSnapshot
-from scorer.queue import ClusterEvent, SchedulingQueue
+from scorer.queue import SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
 from scorer.scheduler import CycleReport, EventSink, Scheduler
+from scorer.sources import EXTRAS_KEY, MetricsHub, MetricsSnapshot
 
 
 @attrs.define(slots=True)

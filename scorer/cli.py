@@ -56,7 +56,7 @@ def _config_or_demo(args: argparse.Namespace, registry: Any) -> Any:
 def _snapshot(args: argparse.Namespace) -> Any:
     if not args.metrics:
         return None
-    from scorer.metrics import load_snapshot
+    from scorer.sources import load_snapshot
 
     return load_snapshot(args.metrics)
 

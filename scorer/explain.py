@@ -16,9 +16,9 @@ from scorer.errors import InputError
 from scorer.framework import NodeBatch
 from scorer.framework.cycle_state import CycleState
 from scorer.memory import InMemoryCluster
-from scorer.metrics import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.model import LoadedObjects, Pod
 from scorer.registry import PluginRegistry
+from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
 
 
 def find_pod(objects: LoadedObjects, ref: str) -> Pod:

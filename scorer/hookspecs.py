@@ -11,12 +11,9 @@ extension point (see ``scorer.framework.interface`` for their methods).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pluggy
 
-if TYPE_CHECKING:
-    from scorer.registry import PluginRegistry
+from scorer.framework.catalog import PluginRegistry
 
 hookspec = pluggy.HookspecMarker("scorer")
 hookimpl = pluggy.HookimplMarker("scorer")

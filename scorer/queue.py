@@ -39,23 +39,21 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import attrs
 
+from scorer.framework.events import (
+    BACKOFF_COMPLETE,
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_POD_UPDATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    FORCE_ACTIVATE,
+    POD_ADD,
+    SCHEDULE_ATTEMPT_FAILURE,
+    ClusterEvent,
+    matches,
+)
+from scorer.framework.types import QueuedPodInfo
+
 if TYPE_CHECKING:
     from scorer.model import Pod
-
-# Event resources and actions with a meaning of their own (kube's framework/types.go).
-WILDCARD = "*"
-POD = "Pod"
-ASSIGNED_POD = "AssignedPod"
-UNSCHEDULABLE_POD = "UnschedulablePod"
-ALL = "All"
-UPDATE = "Update"
-
-# Labels of the queue's own events, as counted by scheduler_queue_incoming_pods_total.
-SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
-BACKOFF_COMPLETE = "BackoffComplete"
-FORCE_ACTIVATE = "ForceActivate"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-POD_ADD = "PodAdd"
 
 # Pool names, as in scheduler_pending_pods{queue} and scheduler_queue_incoming_pods_total{queue}.
 ACTIVE = "active"
@@ -67,87 +65,6 @@ IN_FLIGHT = "in_flight"  # not a pool: returned by add/update for a pod being sc
 # Events remembered for in-flight pods; beyond this the oldest are dropped and
 # pods that were in flight before them are treated as having seen a relevant event.
 MAX_IN_FLIGHT_EVENTS = 10_000
-
-
-@attrs.frozen(slots=True)
-class ClusterEvent:
-    """A change in the cluster that may make pending pods schedulable.
-
-    ``resource`` is a kind ("Node", "Pod", "AssignedPod", "UnschedulablePod",
-    "*" ...), ``action`` an action type ("Add", "Delete", "Update",
-    "UpdateNodeLabel", ..., "All"). ``custom_label`` replaces the default label
-    ``resource + action`` (used by the queue's own wildcard events).
-    """
-
-    resource: str
-    action: str
-    custom_label: str | None = None
-
-    @property
-    def label(self) -> str:
-        """The event label of metrics and logs (``NodeAdd``, ``UnschedulableTimeout``)."""
-        return self.custom_label or f"{self.resource}{self.action}"
-
-    @property
-    def is_wildcard(self) -> bool:
-        """A ``*`` event moves every non-gated unschedulable pod."""
-        return self.resource == WILDCARD
-
-
-EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ALL, FORCE_ACTIVATE)
-EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ALL, UNSCHEDULABLE_TIMEOUT)
-EVENT_UNSCHEDULABLE_POD_UPDATE = ClusterEvent(UNSCHEDULABLE_POD, UPDATE)
-
-
-def matches(registered: ClusterEvent, event: ClusterEvent) -> bool:
-    """True if a plugin that registered ``registered`` is interested in ``event``.
-
-    Resources match when equal, when ``registered`` is ``*``, or when a
-    registered ``Pod`` meets an ``AssignedPod``/``UnschedulablePod`` event.
-    Actions match when equal, when either is ``All``, or when either is the
-    generic ``Update`` and the other any ``Update*`` action (kube compares
-    action bit masks).
-    """
-    resource_ok = registered.resource in (WILDCARD, event.resource) or (
-        registered.resource == POD and event.resource in (ASSIGNED_POD, UNSCHEDULABLE_POD)
-    )
-    return resource_ok and _actions_overlap(registered.action, event.action)
-
-
-def _actions_overlap(a: str, b: str) -> bool:
-    if a == b or ALL in (a, b):
-        return True
-    if a == UPDATE:
-        return b.startswith(UPDATE)
-    if b == UPDATE:
-        return a.startswith(UPDATE)
-    return False
-
-
-@attrs.define(slots=True)
-class QueuedPodInfo:
-    """A pending pod with its queue bookkeeping (kube's framework.QueuedPodInfo).
-
-    ``timestamp`` is when the pod (re)entered the queue; PrioritySort and the
-    backoff expiry use it. ``attempts`` counts pops; ``unschedulable_count``
-    counts Unschedulable results (not errors) and drives the backoff.
-    ``unschedulable_plugins``/``pending_plugins`` name the plugins that
-    rejected the last attempt; only events they registered move the pod.
-    """
-
-    pod: Pod
-    timestamp: float
-    initial_attempt_timestamp: float | None = None
-    attempts: int = 0
-    unschedulable_count: int = 0
-    unschedulable_plugins: frozenset[str] = frozenset()
-    pending_plugins: frozenset[str] = frozenset()
-    gated: bool = False
-    gating_plugin: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.pod.key
 
 
 class _Keyed(Protocol):

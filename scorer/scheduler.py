@@ -23,9 +23,9 @@ from scorer.cache import ClusterCache
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import FilterRecord, Framework, ScoreOutcome
 from scorer.framework.status import Code, Status
-from scorer.framework.types import NodeBatch
+from scorer.framework.types import NodeBatch, QueuedPodInfo
 from scorer.model import Pod
-from scorer.queue import QueuedPodInfo, SchedulingQueue
+from scorer.queue import SchedulingQueue
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

@@ -17,12 +17,12 @@ import attrs
 import yaml
 
 from scorer.assembly import Assembly, assemble, gc_tuned
+from scorer.framework.events import ClusterEvent
 from scorer.memory import InMemoryCluster
-from scorer.metrics import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.model import LoadedObjects, load_file, load_objects
-from scorer.queue import ClusterEvent
 from scorer.registry import PluginRegistry
 from scorer.scheduler import CycleReport, ScheduleResult
+from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
 
 DEMO_CLUSTER = "demo-cluster.yaml"
 DEMO_CONFIG = "demo-config.yaml"

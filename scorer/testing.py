@@ -19,13 +19,13 @@ from typing import Any
 import attrs
 
 from scorer.cache import ClusterCache
+from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
 from scorer.framework.types import NodeBatch
-from scorer.metrics import EXTRAS_KEY, MetricsHub, MetricsSnapshot
 from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict
-from scorer.registry import PluginInfo, extension_points_of
+from scorer.sources import EXTRAS_KEY, MetricsHub, MetricsSnapshot
 
 __all__ = [
     "PluginRun",

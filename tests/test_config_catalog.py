@@ -12,8 +12,8 @@ from collections.abc import Iterable
 import attrs
 
 from scorer.config import unstructure
+from scorer.framework.catalog import PluginInfo
 from scorer.plugins.noderesources.args import NodeResourcesFitArgs
-from scorer.registry import PluginInfo
 
 
 @attrs.frozen(slots=True)

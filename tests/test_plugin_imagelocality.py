@@ -7,10 +7,10 @@ import attrs
 import pytest
 
 from scorer.framework import CycleState, NodeBatch
+from scorer.framework.catalog import PluginRegistry
 from scorer.model import ContainerImage
 from scorer.plugins import imagelocality
 from scorer.plugins.imagelocality import ImageLocality, normalized_image_name
-from scorer.registry import PluginRegistry
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 MB = 1024 * 1024

@@ -11,6 +11,7 @@ import pytest
 from scorer.config.convert import structure
 from scorer.errors import ConfigError
 from scorer.framework import Code, CycleState, NodeBatch, PreFilterResult, Status
+from scorer.framework.catalog import PluginRegistry
 from scorer.model import NodeAffinity as NodeAffinitySpec
 from scorer.model import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from scorer.plugins import nodeaffinity
@@ -21,7 +22,6 @@ from scorer.plugins.nodeaffinity import (
     NodeAffinity,
     NodeAffinityArgs,
 )
-from scorer.registry import PluginRegistry
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 NODE_LABELS = {

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from scorer.framework import Code, CycleState, NodeBatch, Status
+from scorer.framework.catalog import PluginRegistry
 from scorer.plugins import nodeports
 from scorer.plugins.nodeports import ERR_REASON, NodePorts
-from scorer.registry import PluginRegistry
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scorer.framework import Code
+from scorer.framework.catalog import PluginRegistry
 from scorer.plugins import schedulinggates
 from scorer.plugins.schedulinggates import SchedulingGates
-from scorer.registry import PluginRegistry
 from scorer.testing import make_pod
 
 

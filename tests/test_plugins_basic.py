@@ -7,13 +7,13 @@ import asyncio
 import attrs
 
 from scorer.framework import Code, CycleState
+from scorer.framework.types import QueuedPodInfo
 from scorer.memory import InMemoryCluster
 from scorer.plugins.defaultbinder import DefaultBinder
 from scorer.plugins.nodename import NodeName
 from scorer.plugins.nodeunschedulable import NodeUnschedulable
 from scorer.plugins.queuesort import PrioritySort
 from scorer.plugins.tainttoleration import TaintToleration
-from scorer.queue import QueuedPodInfo
 from scorer.testing import make_node, make_pod, run_plugin
 
 

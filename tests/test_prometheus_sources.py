@@ -18,10 +18,10 @@ from scorer.assembly import assemble
 from scorer.explain import explain_pod
 from scorer.framework import NodeBatch
 from scorer.memory import InMemoryCluster
-from scorer.metrics import MISSING, STALE
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
+from scorer.sources import MISSING, STALE
 from scorer.testing import make_node, make_pod
 
 networktraffic = pytest.importorskip(

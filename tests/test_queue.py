@@ -14,24 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scorer.queue
-from scorer.queue import (
-    ACTIVE,
-    BACKOFF,
+from scorer.framework.events import (
     BACKOFF_COMPLETE,
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     FORCE_ACTIVATE,
-    GATED,
-    IN_FLIGHT,
     POD_ADD,
     SCHEDULE_ATTEMPT_FAILURE,
-    UNSCHEDULABLE,
     UNSCHEDULABLE_TIMEOUT,
     ClusterEvent,
-    QueuedPodInfo,
-    SchedulingQueue,
     matches,
 )
+from scorer.framework.types import QueuedPodInfo
+from scorer.queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
 
 
 @attrs.define

@@ -47,7 +47,7 @@ from scorer.config.types import (
 )
 from scorer.config.validation import extended_resource_name_errors, join_path, quote
 from scorer.errors import ConfigError
-from scorer.registry import PluginInfo
+from scorer.framework.catalog import PluginInfo
 
 Catalog = Mapping[str, PluginInfo]
 T = TypeVar("T")

@@ -27,7 +27,7 @@ from scorer.config.types import (
     ResolvedProfile,
     SchedulerConfig,
 )
-from scorer.registry import EXTENSION_POINTS, PluginInfo
+from scorer.framework.catalog import EXTENSION_POINTS, PluginInfo
 
 
 def effective_config(

@@ -29,7 +29,7 @@ from scorer.config.load import missing_plugin_message
 from scorer.config.types import PluginRef, Profile, ResolvedProfile, SchedulerConfig
 from scorer.config.validation import quote
 from scorer.errors import ConfigError
-from scorer.registry import EXTENSION_POINTS, PluginInfo
+from scorer.framework.catalog import EXTENSION_POINTS, PluginInfo
 
 Catalog = Mapping[str, PluginInfo]
 

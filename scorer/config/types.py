@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from scorer.registry import EXTENSION_POINTS
+from scorer.framework.catalog import EXTENSION_POINTS
 
 GROUP = "kubescheduler.config.k8s.io"
 V1 = f"{GROUP}/v1"

@@ -1,6 +1,7 @@
 """The scheduling framework: statuses, cycle state, plugin runtime."""
 
 from scorer.framework.cycle_state import CycleState
+from scorer.framework.events import ClusterEvent
 from scorer.framework.status import Code, Status
 from scorer.framework.types import (
     MAX_NODE_SCORE,
@@ -9,16 +10,19 @@ from scorer.framework.types import (
     NodeBatch,
     NodeInfo,
     PreFilterResult,
+    QueuedPodInfo,
 )
 
 __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "ClusterEvent",
     "Code",
     "CycleState",
     "FilterVerdict",
     "NodeBatch",
     "NodeInfo",
     "PreFilterResult",
+    "QueuedPodInfo",
     "Status",
 ]

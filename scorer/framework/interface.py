@@ -26,9 +26,8 @@ if TYPE_CHECKING:
 
     from scorer.framework.cycle_state import CycleState
     from scorer.framework.status import Status
-    from scorer.framework.types import FilterVerdict, NodeBatch, NodeInfo, PreFilterResult
+    from scorer.framework.types import FilterVerdict, NodeBatch, NodeInfo, PreFilterResult, QueuedPodInfo
     from scorer.model import Pod
-    from scorer.queue import QueuedPodInfo
 
 
 class Plugin(Protocol):

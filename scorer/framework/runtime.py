@@ -16,6 +16,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from scorer.errors import PluginError
+from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.status import Code, Status
 from scorer.framework.types import (
@@ -25,7 +27,6 @@ from scorer.framework.types import (
     NodeBatch,
     PreFilterResult,
 )
-from scorer.registry import PluginInfo, extension_points_of
 
 
 class _PluginRaised(Exception):
@@ -150,7 +151,6 @@ class Framework:
                     plugin = self._build(name, catalog[name], resolved.args.get(name), handle)
                     self.plugins[name] = plugin
                 if point not in extension_points_of(plugin):
-                    from scorer.errors import PluginError
 
                     raise PluginError(f'plugin "{name}" does not implement extension point {point}')
                 instances.append(plugin)
@@ -161,8 +161,6 @@ class Framework:
 
     @staticmethod
     def _build(name: str, info: PluginInfo, args: Any, handle: Handle) -> Any:
-        from scorer.errors import PluginError
-
         try:
             plugin = info.factory(args, handle)
         except Exception as exc:

@@ -3,41 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
 from scorer.framework.status import Code, Status
-
-if TYPE_CHECKING:
-    from scorer.cache import NodeTable
-    from scorer.framework.labels import LabelColumn
-    from scorer.model import Node, Pod
+from scorer.model import Node, Pod
+from scorer.state.labels import LabelColumn
+from scorer.state.nodeinfo import NodeInfo
+from scorer.state.nodetable import NodeTable
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
-
-
-@attrs.frozen(slots=True)
-class NodeInfo:
-    """One node with what is on it, for per-node plugins.
-
-    ``requested`` sums the effective requests of the node's pods (assumed pods
-    included); ``pods`` counts under ``requested["pods"]``. ``non_zero_cpu`` and
-    ``non_zero_memory`` sum the pods' non-zero requests (kube's NonZeroRequested).
-    """
-
-    node: Node
-    pods: tuple[Pod, ...]
-    allocatable: dict[str, int]
-    requested: dict[str, int]
-    non_zero_cpu: int
-    non_zero_memory: int
-
-    @property
-    def name(self) -> str:
-        return self.node.name
 
 
 class NodeBatch:
@@ -167,3 +144,29 @@ class PreFilterResult:
 
     node_names: frozenset[str] | None = None
     status: Status = Status()
+
+
+@attrs.define(slots=True)
+class QueuedPodInfo:
+    """A pending pod with its queue bookkeeping (kube's framework.QueuedPodInfo).
+
+    ``timestamp`` is when the pod (re)entered the queue; PrioritySort and the
+    backoff expiry use it. ``attempts`` counts pops; ``unschedulable_count``
+    counts Unschedulable results (not errors) and drives the backoff.
+    ``unschedulable_plugins``/``pending_plugins`` name the plugins that
+    rejected the last attempt; only events they registered move the pod.
+    """
+
+    pod: Pod
+    timestamp: float
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_count: int = 0
+    unschedulable_plugins: frozenset[str] = frozenset()
+    pending_plugins: frozenset[str] = frozenset()
+    gated: bool = False
+    gating_plugin: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.pod.key

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from scorer.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from scorer.registry import PluginRegistry
+    from scorer.framework.catalog import PluginRegistry
 
 
 @hookimpl

@@ -9,8 +9,8 @@ from scorer.framework import Status
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "DefaultBinder"
 

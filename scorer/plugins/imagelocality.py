@@ -22,10 +22,10 @@ from scorer.framework import NodeBatch
 from scorer.framework.types import MAX_NODE_SCORE
 
 if TYPE_CHECKING:
-    from scorer.cache import NodeTable
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Node, Pod
-    from scorer.registry import PluginRegistry
+    from scorer.state import NodeTable
 
 NAME = "ImageLocality"
 MB = 1024 * 1024

@@ -31,8 +31,8 @@ from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NodeAffinity"
 # kube's reasons (node_affinity.go): the pod's own selector/affinity, the

@@ -10,8 +10,8 @@ from scorer.framework import Code, FilterVerdict, NodeBatch
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"

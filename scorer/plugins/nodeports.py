@@ -18,10 +18,10 @@ import numpy as np
 from scorer.framework import Code, FilterVerdict, NodeBatch, Status
 
 if TYPE_CHECKING:
-    from scorer.cache import NodeTable
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import ContainerPort, Pod
-    from scorer.registry import PluginRegistry
+    from scorer.state import NodeTable
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"

@@ -10,8 +10,8 @@ from scorer.model import Taint
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NodeUnschedulable"
 ERR_REASON = "node(s) were unschedulable"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scorer.queue import QueuedPodInfo
-    from scorer.registry import PluginRegistry
+    from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.types import QueuedPodInfo
 
 NAME = "PrioritySort"
 

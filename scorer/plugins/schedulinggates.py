@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from scorer.framework import Code, Status
 
 if TYPE_CHECKING:
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "SchedulingGates"
 

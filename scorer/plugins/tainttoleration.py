@@ -16,8 +16,8 @@ from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod, Taint, Toleration
-    from scorer.registry import PluginRegistry
 
 NAME = "TaintToleration"
 ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"

@@ -48,7 +48,7 @@ import numpy as np
 from scorer.config.validation import quote
 from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scorer.metrics import DataPolicyArgs, MetricReader, Reading, SourceArgs, address_errors, hub_of
+from scorer.sources import DataPolicyArgs, MetricReader, Reading, SourceArgs, address_errors, hub_of
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState

@@ -20,10 +20,10 @@ from scorer.config import load_config, load_config_text, resolve_config, structu
 from scorer.errors import ConfigError
 from scorer.explain import explain_pod
 from scorer.framework import Code
-from scorer.metrics import MetricsHub, snapshot_from_documents
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
+from scorer.sources import MetricsHub, snapshot_from_documents
 from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"

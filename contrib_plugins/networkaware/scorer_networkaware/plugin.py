@@ -22,8 +22,8 @@ import numpy as np
 
 from scorer.config.validation import qualified_name_errors, quote
 from scorer.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, FilterVerdict, NodeBatch, Status
+from scorer.framework.events import ClusterEvent
 from scorer.hookspecs import hookimpl
-from scorer.queue import ClusterEvent
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState

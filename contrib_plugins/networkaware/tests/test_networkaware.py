@@ -15,9 +15,9 @@ from scorer.assembly import assemble
 from scorer.config import load_config, load_config_text, resolve_config, structure, unstructure
 from scorer.errors import ConfigError
 from scorer.framework import Code, NodeBatch
+from scorer.framework.events import ClusterEvent, matches
 from scorer.memory import InMemoryCluster
 from scorer.model import load_objects
-from scorer.queue import ClusterEvent, matches
 from scorer.registry import build_registry
 from scorer.simulate import VirtualClock, simulate
 from scorer.testing import make_cache, make_node, make_pod, plugin_config, run_plugin

@@ -23,10 +23,10 @@ from scorer.config import load_config, load_config_text, resolve_config, structu
 from scorer.errors import ConfigError, PluginError
 from scorer.framework import Code
 from scorer.memory import InMemoryCluster
-from scorer.metrics import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
+from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
 from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -24,8 +24,8 @@ from scorer.plugins.noderesources.args import DEFAULT_RESOURCES, ResourceSpec, _
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NodeResourcesBalancedAllocation"
 _PRE_SCORE_KEY = "PreScore" + NAME

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from scorer.cache import BASE_RESOURCES, PODS
 from scorer.framework import Code, FilterVerdict, NodeBatch, Status
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.plugins.helper.normalize import trunc_div
 from scorer.plugins.noderesources.args import NodeResourcesFitArgs
+from scorer.state import BASE_RESOURCES, PODS
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NodeResourcesFit"
 _PRE_FILTER_KEY = "PreFilter" + NAME

@@ -31,11 +31,11 @@ from typing import Any, Protocol
 
 import attrs
 
-from scorer.metrics.data import SourceData
-from scorer.metrics.mapping import NodeIndex, NodeMapping
 from scorer.model import Node
+from scorer.sources.data import SourceData
+from scorer.sources.mapping import NodeIndex, NodeMapping
 
-log = logging.getLogger("scorer.metrics")
+log = logging.getLogger("scorer.sources")
 
 COMBINE_MODES: tuple[str, ...] = ("sum", "max", "mean")
 MAX_UNMATCHED_SHOWN = 10

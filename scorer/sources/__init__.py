@@ -2,7 +2,7 @@
 
 A plugin gets the hub from its handle and asks it for a source and a reader::
 
-    from scorer.metrics import MetricReader, hub_of
+    from scorer.sources import MetricReader, hub_of
 
     hub = hub_of(handle)
     source = hub.source(plugin=NAME, metric="cpu_utilization", address=args.address,
@@ -14,11 +14,11 @@ A plugin gets the hub from its handle and asks it for a source and a reader::
 Nothing here does I/O inside a scheduling cycle.
 """
 
-from scorer.metrics.args import DataPolicyArgs, InFlightArgs, NodeMappingArgs, SourceArgs, address_errors
-from scorer.metrics.data import ERROR_KINDS, SourceData
-from scorer.metrics.hub import EXTRAS_KEY, MetricsHub, hub_of
-from scorer.metrics.mapping import NodeIndex, NodeMapping
-from scorer.metrics.reader import (
+from scorer.sources.args import DataPolicyArgs, InFlightArgs, NodeMappingArgs, SourceArgs, address_errors
+from scorer.sources.data import ERROR_KINDS, SourceData
+from scorer.sources.hub import EXTRAS_KEY, MetricsHub, hub_of
+from scorer.sources.mapping import NodeIndex, NodeMapping
+from scorer.sources.reader import (
     FRESH,
     MISSING,
     NEUTRAL_SCORE,
@@ -28,8 +28,8 @@ from scorer.metrics.reader import (
     MetricReader,
     Reading,
 )
-from scorer.metrics.source import MetricsSource, PrometheusSource, PrometheusSpec, StaticSource
-from scorer.metrics.static import MetricsSnapshot, load_snapshot, snapshot_from_documents
+from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec, StaticSource
+from scorer.sources.static import MetricsSnapshot, load_snapshot, snapshot_from_documents
 
 __all__ = [
     "ERROR_KINDS",

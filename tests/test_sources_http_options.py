@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from scorer.metrics import MetricsHub, NodeMappingArgs, SourceArgs
+from scorer.sources import MetricsHub, NodeMappingArgs, SourceArgs
 from scorer.testing import make_node
 
 VECTOR = {"status": "success", "data": {"resultType": "vector", "result": [

@@ -27,8 +27,8 @@ import yaml
 
 from scorer.config.duration import parse_duration
 from scorer.errors import InputError
-from scorer.metrics.source import StaticSource
 from scorer.model import describe_value
+from scorer.sources.source import StaticSource
 
 KIND = "MetricsSnapshot"
 

@@ -22,11 +22,11 @@ import attrs
 import numpy as np
 from prometheus_client import CollectorRegistry
 
-from scorer.metrics.args import SourceArgs
-from scorer.metrics.source import MetricsSource, PrometheusSource, PrometheusSpec
-from scorer.metrics.static import MetricsSnapshot
-from scorer.metrics.telemetry import SourceTelemetry
 from scorer.model import Node, Pod
+from scorer.sources.args import SourceArgs
+from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec
+from scorer.sources.static import MetricsSnapshot
+from scorer.sources.telemetry import SourceTelemetry
 
 EXTRAS_KEY = "metrics"
 

@@ -30,10 +30,10 @@ import numpy as np
 
 from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scorer.metrics.args import DataPolicyArgs, SourceArgs
-from scorer.metrics.hub import MetricsHub
-from scorer.metrics.source import MetricsSource
 from scorer.model import Pod
+from scorer.sources.args import DataPolicyArgs, SourceArgs
+from scorer.sources.hub import MetricsHub
+from scorer.sources.source import MetricsSource
 
 FRESH, STALE, MISSING, WARMING_UP = 0, 1, 2, 3
 STATE_NAMES: tuple[str, ...] = ("fresh", "stale", "missing", "warming-up")

@@ -1,4 +1,4 @@
-"""scorer.metrics without Prometheus: node mapping, vector parsing, snapshots, policies, in-flight, telemetry."""
+"""scorer.sources without Prometheus: node mapping, vector parsing, snapshots, policies, in-flight, telemetry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from scorer.errors import InputError
 from scorer.framework import FilterVerdict, NodeBatch
 from scorer.hookspecs import hookimpl
-from scorer.metrics import (
+from scorer.sources import (
     DataPolicyArgs,
     InFlightArgs,
     MetricReader,
@@ -23,7 +23,7 @@ from scorer.metrics import (
     load_snapshot,
     snapshot_from_documents,
 )
-from scorer.metrics.source import FetchError, classify, parse_vector
+from scorer.sources.source import FetchError, classify, parse_vector
 from scorer.testing import make_cache, make_metrics_hub, make_node, make_pod
 
 NODES = [
@@ -261,7 +261,7 @@ class _ReadsCpu:
     name = "ReadsCpu"
 
     def __init__(self, args, handle) -> None:
-        from scorer.metrics import hub_of
+        from scorer.sources import hub_of
 
         hub = hub_of(handle)
         source = hub.source(plugin=self.name, metric="cpu", address="", query="q", source_args=SourceArgs())

@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 import attrs
 
-from scorer.metrics.mapping import MAPPING_MODES, NodeMapping
+from scorer.sources.mapping import MAPPING_MODES, NodeMapping
 
 ON_MISSING: tuple[str, ...] = ("neutral", "min", "max", "filter")
 MIN_REFRESH_INTERVAL = timedelta(seconds=1)
@@ -35,7 +35,7 @@ MIN_REFRESH_INTERVAL = timedelta(seconds=1)
 
 @attrs.frozen(slots=True, kw_only=True)
 class NodeMappingArgs:
-    """``source.nodeMapping``: how series find their node (see ``scorer.metrics.mapping``)."""
+    """``source.nodeMapping``: how series find their node (see ``scorer.sources.mapping``)."""
 
     by: Literal["auto", "label", "instance", "uname"] = "auto"
     label: str = "node"

@@ -18,10 +18,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from scorer.metrics.data import ERROR_KINDS
+from scorer.sources.data import ERROR_KINDS
 
 if TYPE_CHECKING:
-    from scorer.metrics.source import MetricsSource
+    from scorer.sources.source import MetricsSource
 
 # 10 ms x 2^k up to ~41 s: a bulk instant query takes milliseconds; timeouts are seconds.
 REFRESH_BUCKETS: tuple[float, ...] = tuple(0.01 * 2**k for k in range(13))
