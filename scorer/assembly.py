@@ -16,10 +16,11 @@ from scorer.cache import ClusterCache
 from scorer.config import SchedulerConfig, load_config, resolve_config
 from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
+from scorer.metrics import SchedulerMetrics
 from scorer.queue import SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
 from scorer.scheduler import CycleReport, EventSink, Scheduler
-from scorer.sources import EXTRAS_KEY, MetricsHub, MetricsSnapshot
+from scorer.sources import MetricsSnapshot, SourceHub
 
 
 @attrs.define(slots=True)
@@ -32,16 +33,18 @@ class Assembly:
     queue: SchedulingQueue
     scheduler: Scheduler
     warnings: tuple[str, ...]
-    metrics: MetricsHub
+    sources: SourceHub
+    metrics: SchedulerMetrics
 
 
 def build_frameworks(
     resolved: tuple[Any, ...], catalog: Mapping[str, PluginInfo], cache: ClusterCache, binder: Any,
-    extras: dict[str, Any] | None = None,
+    sources: SourceHub | None = None, metrics: SchedulerMetrics | None = None,
 ) -> dict[str, Framework]:
     return {
         profile.scheduler_name: Framework(
-            profile, catalog, Handle(cache, profile.scheduler_name, binder, dict(extras or {}))
+            profile, catalog,
+            Handle(cache, profile.scheduler_name, binder, sources=sources, metrics=metrics),
         )
         for profile in resolved
     }
@@ -67,7 +70,8 @@ def assemble(
     seed: int | None = 0,
     clock: Callable[[], float] = time.monotonic,
     on_report: Callable[[CycleReport], None] | None = None,
-    extras: dict[str, Any] | None = None,
+    sources: SourceHub | None = None,
+    metrics: SchedulerMetrics | None = None,
     metrics_snapshot: MetricsSnapshot | None = None,
     metrics_clock: Callable[[], float] = time.time,
 ) -> Assembly:
@@ -75,19 +79,17 @@ def assemble(
 
     ``cluster`` binds pods and records events (InMemoryCluster, or the API).
     Metric-driven plugins read ``metrics_snapshot`` when given, else query
-    Prometheus; their sources are not started here (``Assembly.metrics``).
+    Prometheus; their sources are not started here (``Assembly.sources``).
     """
     registry = registry if registry is not None else build_registry(autoload=autoload)
     catalog = registry.catalog()
     config = load_config(config_source, catalog)
     resolved = resolve_config(config, catalog)
     cache = ClusterCache()
-    extras = dict(extras or {})
-    hub = extras.get(EXTRAS_KEY)
-    if hub is None:
-        hub = MetricsHub(lambda: cache.table.nodes, snapshot=metrics_snapshot, clock=metrics_clock)
-        extras[EXTRAS_KEY] = hub
-    frameworks = build_frameworks(resolved, catalog, cache, cluster, extras)
+    metrics = metrics if metrics is not None else SchedulerMetrics()
+    hub = sources if sources is not None else SourceHub(
+        lambda: cache.table.nodes, snapshot=metrics_snapshot, metrics=metrics, clock=metrics_clock)
+    frameworks = build_frameworks(resolved, catalog, cache, cluster, hub, metrics)
     if hub.bindings:  # some plugin reads metrics: record placements as in-flight load (pruned by its reads)
         cache.placement_listeners.append(_placement_recorder(hub))
     first = frameworks[resolved[0].scheduler_name]
@@ -121,10 +123,11 @@ def assemble(
     warnings = tuple(getattr(config, "warnings", ())) + tuple(
         w for profile in resolved for w in getattr(profile, "warnings", ())
     ) + tuple(hub.warnings)
-    return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub)
+    return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub,
+                    metrics)
 
 
-def _placement_recorder(hub: MetricsHub) -> Callable[[Any, str | None], None]:
+def _placement_recorder(hub: SourceHub) -> Callable[[Any, str | None], None]:
     """Assumed pods become in-flight load until their node's metrics show them."""
 
     def record(pod: Any, node: str | None) -> None:

@@ -18,7 +18,7 @@ from scorer.framework.cycle_state import CycleState
 from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects, Pod
 from scorer.registry import PluginRegistry
-from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
+from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 
 
 def find_pod(objects: LoadedObjects, ref: str) -> Pod:
@@ -72,12 +72,12 @@ def explain_pod(
     # The pod is explained as if pending: it does not count on any node itself.
     others = [p for p in cluster.bound_pods() if p.key != pod.key]
     asm.cache.load(objects.nodes, others, objects.namespaces)
-    if asm.metrics.prometheus_sources:  # after loading: series are mapped to the cache's nodes
-        asyncio.run(asm.metrics.refresh_all())
+    if asm.sources.prometheus_sources:  # after loading: series are mapped to the cache's nodes
+        asyncio.run(asm.sources.refresh_all())
     if pod.node_name:
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
-    metrics = _metrics_by_node(asm.metrics, fwk, NodeBatch(table, table.rows()))
+    metrics = _metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
     result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True)
     statuses = result.node_statuses(table)
     feasible_names = {table.names[int(r)] for r in result.feasible_rows}
@@ -116,7 +116,7 @@ def explain_pod(
     }
 
 
-def _metrics_by_node(hub: MetricsHub, fwk: Any, batch: NodeBatch) -> dict[str, dict[str, Any]]:
+def _metrics_by_node(hub: SourceHub, fwk: Any, batch: NodeBatch) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for binding in hub.bindings:
         if fwk.plugins.get(binding.plugin) is None:

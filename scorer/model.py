@@ -48,6 +48,7 @@ from scorer.quantity import resource_value
 # kube-scheduler's defaults for containers that request no cpu / memory
 # (pkg/scheduler/util/pod_resources.go), used for non-zero requests.
 DEFAULT_MILLI_CPU_REQUEST = 100
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 _NON_ZERO_DEFAULTS: Mapping[str, int] = types.MappingProxyType(
     {"cpu": DEFAULT_MILLI_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
@@ -447,6 +448,12 @@ class Pod:
         for name, value in self.overhead.items():
             requests[name] = requests.get(name, 0) + value
         return requests
+
+    @property
+    def is_terminal(self) -> bool:
+        """Succeeded or Failed: the pod's containers are done and it holds no resources
+        (kube-scheduler's informer does not even list such pods)."""
+        return self.phase in TERMINAL_PHASES
 
     @property
     def key(self) -> str:

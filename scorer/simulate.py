@@ -22,7 +22,7 @@ from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.registry import PluginRegistry
 from scorer.scheduler import CycleReport, ScheduleResult
-from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
+from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 
 DEMO_CLUSTER = "demo-cluster.yaml"
 DEMO_CONFIG = "demo-config.yaml"
@@ -160,7 +160,7 @@ def simulate(
 
     async def run() -> None:
         nonlocal cycle_seconds
-        await asm.metrics.refresh_all()
+        await asm.sources.refresh_all()
         bound_event = ClusterEvent("AssignedPod", "Add")
         limit = max_attempts_per_pod * max(len(order), 1)
         for _ in range(limit):
@@ -211,10 +211,10 @@ def simulate(
                 unschedulable += 1
             placements.append(Placement(key, report.profile, None, None, "", n, report.message))
     return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
-                            cycle_seconds, asm.warnings + tuple(source_warnings(asm.metrics)), cluster)
+                            cycle_seconds, asm.warnings + tuple(source_warnings(asm.sources)), cluster)
 
 
-def source_warnings(hub: MetricsHub) -> list[str]:
+def source_warnings(hub: SourceHub) -> list[str]:
     """One line per Prometheus source whose fetch failed (the plugins ran under their data policy)."""
     out = []
     for source in hub.prometheus_sources:

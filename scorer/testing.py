@@ -25,13 +25,13 @@ from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
 from scorer.framework.types import NodeBatch
 from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict
-from scorer.sources import EXTRAS_KEY, MetricsHub, MetricsSnapshot
+from scorer.sources import MetricsSnapshot, SourceHub
 
 __all__ = [
     "PluginRun",
     "make_cache",
     "make_handle",
-    "make_metrics_hub",
+    "make_source_hub",
     "make_node",
     "make_pod",
     "plugin_config",
@@ -125,12 +125,12 @@ def make_cache(nodes: Iterable[Node], pods: Iterable[Pod] = (), namespaces: Iter
     return cache
 
 
-def make_metrics_hub(
+def make_source_hub(
     metrics: Mapping[str, Mapping[str, float | tuple[float, float] | None]],
     *,
     clock: Callable[[], float] | None = None,
-) -> MetricsHub:
-    """A MetricsHub serving a static snapshot: ``{metric: {node: value | (value, age_seconds) | None}}``.
+) -> SourceHub:
+    """A SourceHub serving a static snapshot: ``{metric: {node: value | (value, age_seconds) | None}}``.
 
     Plugins built with ``make_handle(hub)`` read these values instead of
     querying Prometheus; ``clock`` (default: a fixed time) lets a test age them.
@@ -144,14 +144,15 @@ def make_metrics_hub(
                 continue
             value, age = entry if isinstance(entry, tuple) else (entry, 0.0)
             snapshot[name][node] = (float(value), float(age))
-    return MetricsHub(snapshot=MetricsSnapshot(snapshot, "test snapshot"), clock=clock or (lambda: now))
+    return SourceHub(snapshot=MetricsSnapshot(snapshot, "test snapshot"), clock=clock or (lambda: now))
 
 
-def make_handle(hub: MetricsHub | None = None, cache: ClusterCache | None = None,
+def make_handle(hub: SourceHub | None = None, cache: ClusterCache | None = None,
                 profile_name: str = "test-scheduler") -> Handle:
-    """A Handle for building a plugin in a test; ``hub`` becomes ``handle.extras["metrics"]``."""
-    extras: dict[str, Any] = {} if hub is None else {EXTRAS_KEY: hub}
-    return Handle(cache, profile_name, None, extras)
+    """A Handle for building a plugin in a test: ``hub`` (default: an empty SourceHub) becomes
+    ``handle.sources``; ``cache`` defaults to an empty ClusterCache."""
+    return Handle(cache if cache is not None else ClusterCache(), profile_name, None,
+                  sources=hub if hub is not None else SourceHub())
 
 
 def plugin_config(name: str, args: Mapping[str, Any] | None = None, *, weight: int | None = None,
@@ -205,7 +206,7 @@ def run_plugin(
     pods: Iterable[Pod] = (),
     namespaces: Iterable[Namespace] = (),
     weight: int = 1,
-    handle_extras: Mapping[str, Any] | None = None,
+    sources: SourceHub | None = None,
 ) -> PluginRun:
     """Run one plugin object through PreFilter, Filter, PreScore, Score and NormalizeScore.
 
@@ -223,7 +224,7 @@ def run_plugin(
         args={},
     )
     info = PluginInfo(name=name, factory=lambda args, handle: plugin, extension_points=points)
-    handle = Handle(cache, "test-scheduler", None, dict(handle_extras or {}))
+    handle = Handle(cache, "test-scheduler", None, sources=sources)
     fwk = Framework(profile, {name: info}, handle)
     table = cache.table
     state = CycleState()

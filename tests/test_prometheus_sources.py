@@ -19,9 +19,9 @@ from scorer.explain import explain_pod
 from scorer.framework import NodeBatch
 from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
+from scorer.plugins.helper.metricreader import MISSING, STALE
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.sources import MISSING, STALE
 from scorer.testing import make_node, make_pod
 
 networktraffic = pytest.importorskip(
@@ -175,7 +175,7 @@ def test_empty_and_bad_queries_keep_scheduling(prom_env, query, kind, text):
     _, server = prom_env
     objects = cluster(N_NODES, 3)
     asm = assemble(config(server.url, "eth0", query=query), InMemoryCluster.from_objects(objects), registry=registry())
-    hub = asm.metrics
+    hub = asm.sources
     asyncio.run(hub.refresh_all())
     (source,) = hub.prometheus_sources
     assert source.data.warming_up and source.data.last_error_kind == kind and text in source.data.last_error
@@ -230,7 +230,7 @@ def test_prometheus_down_then_back(prometheus_bin, tmp_path):
         ready(server, "eth0", N_NODES)
         objects = cluster(N_NODES, 0)
         asm = _assembly(server.url, "eth0", objects)
-        hub = asm.metrics
+        hub = asm.sources
         (source,) = hub.prometheus_sources
         sample = hub.registry.get_sample_value
         labels = {"source": source.name}
@@ -306,7 +306,7 @@ def test_slow_prometheus_times_out_without_blocking_cycles(prom_env):
         cfg = config(proxy.url, "slow", source={"refreshInterval": "1s", "queryTimeout": "500ms"})
         asm = assemble(cfg, InMemoryCluster.from_objects(objects), registry=registry())
         asm.cache.load(objects.nodes, [], [])
-        hub = asm.metrics
+        hub = asm.sources
         (source,) = hub.prometheus_sources
 
         async def scenario() -> None:

@@ -11,20 +11,20 @@ import pytest
 from scorer.errors import InputError
 from scorer.framework import FilterVerdict, NodeBatch
 from scorer.hookspecs import hookimpl
+from scorer.plugins.helper.metricreader import MetricReader, source_hub
 from scorer.sources import (
     DataPolicyArgs,
     InFlightArgs,
-    MetricReader,
-    MetricsHub,
     MetricsSnapshot,
     NodeIndex,
     NodeMapping,
     SourceArgs,
+    SourceHub,
     load_snapshot,
     snapshot_from_documents,
 )
 from scorer.sources.source import FetchError, classify, parse_vector
-from scorer.testing import make_cache, make_metrics_hub, make_node, make_pod
+from scorer.testing import make_cache, make_node, make_pod, make_source_hub
 
 NODES = [
     make_node("n1", addresses=[{"type": "InternalIP", "address": "10.0.0.1"},
@@ -156,7 +156,7 @@ def _reader(hub, policy=None, source_args=None, metric="cpu"):
 
 
 def _hub(values, clock):
-    return MetricsHub(snapshot=MetricsSnapshot({"cpu": values}), clock=clock)
+    return SourceHub(snapshot=MetricsSnapshot({"cpu": values}), clock=clock)
 
 
 def test_reader_states_ages_and_default_max_age():
@@ -261,9 +261,7 @@ class _ReadsCpu:
     name = "ReadsCpu"
 
     def __init__(self, args, handle) -> None:
-        from scorer.sources import hub_of
-
-        hub = hub_of(handle)
+        hub = source_hub(handle)
         source = hub.source(plugin=self.name, metric="cpu", address="", query="q", source_args=SourceArgs())
         self.reader = MetricReader(hub, self.name, "cpu", source, DataPolicyArgs(), SourceArgs())
 
@@ -301,15 +299,15 @@ def test_assumed_pods_become_in_flight_through_the_cache(reads_metrics):
     pod = make_pod("p")
     asm.cache.assume(pod, "n1")
     if not reads_metrics:  # nothing reads metrics: placements are not recorded (nothing would prune them)
-        assert asm.metrics.in_flight.entries == {}
+        assert asm.sources.in_flight.entries == {}
         return
-    assert asm.metrics.in_flight.entries["default/p"].node == "n1"
+    assert asm.sources.in_flight.entries["default/p"].node == "n1"
     asm.cache.forget(pod)
-    assert asm.metrics.in_flight.entries == {}
+    assert asm.sources.in_flight.entries == {}
 
 
 def test_hub_shares_sources_and_names_them():
-    hub = MetricsHub()
+    hub = SourceHub()
     a = hub.source(plugin="A", metric="net", address="http://127.0.0.1:9", query="q1", source_args=SourceArgs())
     b = hub.source(plugin="B", metric="net", address="http://127.0.0.1:9/", query="q1", source_args=SourceArgs())
     c = hub.source(plugin="C", metric="net", address="http://127.0.0.1:9", query="q2", source_args=SourceArgs())
@@ -321,13 +319,13 @@ def test_hub_shares_sources_and_names_them():
     with pytest.raises(ValueError, match="args.source.caFile: file '/nonexistent/ca.pem' does not exist"):
         hub.source(plugin="E", metric="y", address="https://p:9090", query="q",
                    source_args=SourceArgs(ca_file="/nonexistent/ca.pem"))
-    static = make_metrics_hub({"y": {"n1": 1.0}})
+    static = make_source_hub({"y": {"n1": 1.0}})
     assert static.source(plugin="E", metric="y", address="", query="q",
                          source_args=SourceArgs(ca_file="/nonexistent/ca.pem")).data.values == {"n1": 1.0}
 
 
 def test_snapshot_without_the_metric_warns_and_has_no_data():
-    hub = make_metrics_hub({"cpu": {"n1": 0.5}})
+    hub = make_source_hub({"cpu": {"n1": 0.5}})
     source = hub.source(plugin="P", metric="memory", address="", query="q", source_args=SourceArgs())
     assert source.data.values == {}
     assert hub.warnings == ["P: the metrics snapshot (test snapshot) has no metric 'memory'; "
@@ -337,7 +335,7 @@ def test_snapshot_without_the_metric_warns_and_has_no_data():
 def test_source_gauges_are_computed_at_collection():
     clock = Clock(1000.0)
     nodes = [make_node("n1"), make_node("n2")]
-    hub = MetricsHub(lambda: nodes, snapshot=MetricsSnapshot({"cpu": {"n1": (0.5, 30.0)}}), clock=clock)
+    hub = SourceHub(lambda: nodes, snapshot=MetricsSnapshot({"cpu": {"n1": (0.5, 30.0)}}), clock=clock)
     hub.source(plugin="P", metric="cpu", address="", query="q", source_args=SourceArgs())
     sample = hub.registry.get_sample_value
     assert sample("scorer_metrics_source_up", {"source": "cpu"}) == 1.0

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from scorer.sources import MetricsHub, NodeMappingArgs, SourceArgs
+from scorer.sources import NodeMappingArgs, SourceArgs, SourceHub
 from scorer.testing import make_node
 
 VECTOR = {"status": "success", "data": {"resultType": "vector", "result": [
@@ -65,7 +65,7 @@ def https_server(tmp_path):
 
 
 def _fetch(url: str, **source: object):
-    hub = MetricsHub(lambda: [make_node("n1")])
+    hub = SourceHub(lambda: [make_node("n1")])
     args = SourceArgs(node_mapping=NodeMappingArgs(by="label", label="node"), **source)
     prom = hub.source(plugin="P", metric="m", address=url, query="m", source_args=args)
     return asyncio.run(prom.refresh())

@@ -10,7 +10,6 @@ for the contract args classes follow).
 
 from scorer.config.convert import structure, structure_into, unstructure
 from scorer.config.defaults import KUBE_PLUGINS, REMOVED_PLUGINS, default_plugins
-from scorer.config.duration import format_duration, parse_duration
 from scorer.config.load import decode_config, load_config, load_config_text, merge_plugin_set
 from scorer.config.render import describe_resolved, effective_config, validate_file
 from scorer.config.resolve import resolve_config, resolve_profile
@@ -36,6 +35,7 @@ from scorer.config.types import (
     ResolvedProfile,
     SchedulerConfig,
 )
+from scorer.inputs.duration import format_duration, parse_duration
 
 __all__ = [
     "API_VERSIONS",

@@ -65,9 +65,9 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from scorer.config.duration import format_duration, parse_duration
 from scorer.config.validation import join_path, quote
 from scorer.errors import ConfigError
+from scorer.inputs.duration import format_duration, parse_duration
 
 T = TypeVar("T")
 

@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 
 from scorer.config.convert import unstructure
-from scorer.config.duration import format_duration
 from scorer.config.load import load_config
 from scorer.config.resolve import resolve_config
 from scorer.config.types import (
@@ -28,6 +27,7 @@ from scorer.config.types import (
     SchedulerConfig,
 )
 from scorer.framework.catalog import EXTENSION_POINTS, PluginInfo
+from scorer.inputs.duration import format_duration
 
 
 def effective_config(

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from scorer.cache import ClusterCache
 from scorer.errors import PluginError
 from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
@@ -27,6 +28,8 @@ from scorer.framework.types import (
     NodeBatch,
     PreFilterResult,
 )
+from scorer.metrics import SchedulerMetrics
+from scorer.sources.hub import SourceHub
 
 
 class _PluginRaised(Exception):
@@ -71,14 +74,16 @@ class Handle:
     """What a plugin factory gets besides its args: the cluster and the profile.
 
     ``cache`` is the ClusterCache (read-only for plugins); ``binder`` binds a
-    pod (``await binder.bind(pod, node_name)``); ``extras`` holds services
-    other subsystems provide (metrics sources).
+    pod (``await binder.bind(pod, node_name)``); ``sources`` is the hub of
+    metric inputs that metric-driven plugins read (None where the caller
+    provides none); ``metrics`` the app's own Prometheus metrics.
     """
 
-    cache: Any
+    cache: ClusterCache
     profile_name: str = "default-scheduler"
     binder: Any = None
-    extras: dict[str, Any] = attrs.Factory(dict)
+    sources: SourceHub | None = None
+    metrics: SchedulerMetrics | None = None
     waiting_pods: dict[str, WaitingPod] = attrs.Factory(dict)  # by pod key
 
 

@@ -1,4 +1,4 @@
-"""MetricsHub: the metrics sources of one scheduler, shared by its plugins.
+"""SourceHub: the metrics sources of one scheduler, shared by its plugins.
 
 Plugins ask the hub for a source (``hub.source(...)``); plugins that ask for
 the same query on the same Prometheus with the same settings share one
@@ -20,15 +20,13 @@ from typing import Any
 
 import attrs
 import numpy as np
-from prometheus_client import CollectorRegistry
 
+from scorer.metrics import SchedulerMetrics
 from scorer.model import Node, Pod
 from scorer.sources.args import SourceArgs
 from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec
 from scorer.sources.static import MetricsSnapshot
 from scorer.sources.telemetry import SourceTelemetry
-
-EXTRAS_KEY = "metrics"
 
 
 @attrs.define(slots=True)
@@ -99,20 +97,22 @@ class Binding:
     reader: Any
 
 
-class MetricsHub:
+class SourceHub:
     def __init__(
         self,
         nodes: Callable[[], Sequence[Node]] = tuple,
         *,
         snapshot: MetricsSnapshot | None = None,
-        registry: CollectorRegistry | None = None,
+        metrics: SchedulerMetrics | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.nodes = nodes
         self.snapshot = snapshot
         self.clock = clock
         self.loaded_at = clock()
-        self.registry = registry if registry is not None else CollectorRegistry()
+        # Telemetry registers into the app's one registry (a private one when used alone, as in tests).
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
+        self.registry = self.metrics.registry
         self.sources: dict[str, MetricsSource] = {}
         self._by_spec: dict[PrometheusSpec, PrometheusSource] = {}
         self.bindings: list[Binding] = []
@@ -199,13 +199,3 @@ class MetricsHub:
             else:
                 details[name] = "ok"
         return ready, details
-
-
-def hub_of(handle: Any) -> MetricsHub:
-    """The handle's MetricsHub (``handle.extras["metrics"]``), created over its cache if absent."""
-    hub = handle.extras.get(EXTRAS_KEY)
-    if hub is None:
-        cache = handle.cache
-        hub = MetricsHub(lambda: list(cache.table.nodes) if cache is not None else [])
-        handle.extras[EXTRAS_KEY] = hub
-    return hub

@@ -25,8 +25,8 @@ from typing import Any
 import attrs
 import yaml
 
-from scorer.config.duration import parse_duration
 from scorer.errors import InputError
+from scorer.inputs.duration import parse_duration
 from scorer.model import describe_value
 from scorer.sources.source import StaticSource
 

@@ -48,7 +48,8 @@ import numpy as np
 from scorer.config.validation import quote
 from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scorer.sources import DataPolicyArgs, MetricReader, Reading, SourceArgs, address_errors, hub_of
+from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
+from scorer.sources import DataPolicyArgs, SourceArgs, address_errors
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
@@ -204,7 +205,7 @@ class LoadAware:
 
     def __init__(self, args: LoadAwareArgs, handle: Any) -> None:
         self.args = args
-        hub = hub_of(handle)
+        hub = source_hub(handle)
         by = args.source.node_mapping.mapping().group_labels()
         self.readers: dict[str, MetricReader] = {}
         for resource in args.read_resources:

@@ -23,8 +23,8 @@ from scorer.framework import Code
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.sources import MetricsHub, snapshot_from_documents
-from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, plugin_config, run_plugin
+from scorer.sources import SourceHub, snapshot_from_documents
+from scorer.testing import make_handle, make_node, make_pod, make_source_hub, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PATH = "profiles[0].pluginConfig[0].args"
@@ -35,8 +35,8 @@ def args_from(data: dict | None) -> LoadAwareArgs:
     return structure(LoadAwareArgs, data, "args", kind="LoadAwareArgs")
 
 
-def build(metrics: dict, args: dict | None = None, hub: MetricsHub | None = None) -> LoadAware:
-    hub = hub if hub is not None else make_metrics_hub(metrics)
+def build(metrics: dict, args: dict | None = None, hub: SourceHub | None = None) -> LoadAware:
+    hub = hub if hub is not None else make_source_hub(metrics)
     return factory(args_from(args), make_handle(hub))
 
 
@@ -177,11 +177,11 @@ def test_memory_estimate_of_the_incoming_pod():
 
 
 def test_only_the_metrics_in_use_are_read():
-    hub = make_metrics_hub({"cpu_utilization": {"a": 0.1}})
+    hub = make_source_hub({"cpu_utilization": {"a": 0.1}})
     build({}, None, hub)
     assert sorted(hub.sources) == ["cpu_utilization"]
     assert hub.warnings == []
-    hub = make_metrics_hub({"cpu_utilization": {"a": 0.1}})
+    hub = make_source_hub({"cpu_utilization": {"a": 0.1}})
     build({}, {"usageThresholds": {"memory": 90}}, hub)  # a threshold reads memory without scoring it
     assert sorted(hub.sources) == ["cpu_utilization", "memory_utilization"]
     assert "no metric 'memory_utilization'" in hub.warnings[0]
@@ -190,12 +190,12 @@ def test_only_the_metrics_in_use_are_read():
 # -- in-flight pods ----------------------------------------------------------------------------------
 
 
-def place(hub: MetricsHub, pod_name: str, node: str, cpu: str = "1", ago: float = 0.0) -> None:
+def place(hub: SourceHub, pod_name: str, node: str, cpu: str = "1", ago: float = 0.0) -> None:
     hub.in_flight.placed(make_pod(pod_name, cpu=cpu), node, at=hub.clock() - ago)
 
 
 def test_in_flight_pods_raise_predicted_utilization():
-    hub = make_metrics_hub({"cpu_utilization": {"a": 0.1, "b": 0.1}})
+    hub = make_source_hub({"cpu_utilization": {"a": 0.1, "b": 0.1}})
     plugin = build({}, {"strategy": "LeastUtilized"}, hub)
     place(hub, "p1", "a")
     place(hub, "p2", "a")
@@ -219,7 +219,7 @@ def test_in_flight_pods_raise_predicted_utilization():
     ],
 )
 def test_in_flight_settle_time_and_ttl(ago, sample_age, policy, counted):
-    hub = make_metrics_hub({"cpu_utilization": {"a": (0.1, sample_age)}})
+    hub = make_source_hub({"cpu_utilization": {"a": (0.1, sample_age)}})
     args = {"strategy": "LeastUtilized", "policy": {"maxAge": "10m", **(policy or {})}}
     plugin = build({}, args, hub)
     place(hub, "p1", "a", ago=ago)
@@ -227,7 +227,7 @@ def test_in_flight_settle_time_and_ttl(ago, sample_age, policy, counted):
 
 
 def test_in_flight_memory_uses_the_memory_factor():
-    hub = make_metrics_hub({"memory_utilization": {"a": 0.1}})
+    hub = make_source_hub({"memory_utilization": {"a": 0.1}})
     plugin = build({}, {"strategy": "LeastUtilized", "resources": [{"name": "memory"}]}, hub)
     hub.in_flight.placed(make_pod("big", cpu="1", memory="16Gi"), "a", at=hub.clock())
     # 10% + 16Gi * 0.7 / 32Gi = 45%
@@ -308,7 +308,7 @@ def test_no_filtering_by_default():
 
 
 def test_cpu_threshold_filters_hot_nodes():
-    hub = make_metrics_hub({"cpu_utilization": {"a": 0.3, "b": 0.6, "c": 0.45, "d": 0.5}})
+    hub = make_source_hub({"cpu_utilization": {"a": 0.3, "b": 0.6, "c": 0.45, "d": 0.5}})
     plugin = build({}, {"usageThresholds": {"cpu": 50}}, hub)
     place(hub, "p1", "c")  # c: 45% + 21.25% in flight
     # The incoming pod is not counted by Filter: 3 cores would put a at 93.75%, but a is not hot.
@@ -388,7 +388,7 @@ def test_fail_open_when_no_node_has_fresh_data(on_missing):
 def test_warming_up_fails_open(on_missing):
     # A Prometheus source that has not fetched yet (nothing is started: no I/O in the test).
     node_list = nodes("a", "b")
-    hub = MetricsHub(lambda: node_list)
+    hub = SourceHub(lambda: node_list)
     args = {"address": "http://prometheus:9090", "usageThresholds": {"cpu": 10}, "policy": {"onMissing": on_missing}}
     plugin = build({}, args, hub)
     assert plugin.readers["cpu"].source.data.warming_up
@@ -406,7 +406,7 @@ MEM_RATIO = "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes"
 
 def promql(args: dict, resource: str = "cpu") -> str:
     args = {"address": "http://prometheus:9090", **args}
-    plugin = build({}, args, MetricsHub())
+    plugin = build({}, args, SourceHub())
     source = plugin.readers[resource].source
     assert source.spec.combine == "mean"
     return source.spec.promql
@@ -441,7 +441,7 @@ def test_memory_query_and_overrides():
 
 
 def test_plugins_with_the_same_query_share_a_source():
-    hub = MetricsHub()
+    hub = SourceHub()
     first = build({}, {"address": "http://prometheus:9090"}, hub)
     second = build({}, {"address": "http://prometheus:9090/", "strategy": "LeastUtilized"}, hub)
     assert first.readers["cpu"].source is second.readers["cpu"].source
@@ -450,7 +450,7 @@ def test_plugins_with_the_same_query_share_a_source():
 
 def test_address_is_required_without_a_snapshot():
     with pytest.raises(ValueError, match="args.address: Required value"):
-        build({}, None, MetricsHub())
+        build({}, None, SourceHub())
 
 
 # -- args ------------------------------------------------------------------------------------------------------

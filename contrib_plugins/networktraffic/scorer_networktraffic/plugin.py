@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import numpy as np
 
-from scorer.config.duration import parse_duration
 from scorer.framework import FilterVerdict, NodeBatch
 from scorer.framework.types import MAX_NODE_SCORE
-from scorer.sources import DataPolicyArgs, MetricReader, Reading, SourceArgs, address_errors, hub_of
+from scorer.inputs.duration import parse_duration
+from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
+from scorer.sources import DataPolicyArgs, SourceArgs, address_errors
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
@@ -131,7 +132,7 @@ class NetworkTraffic:
 
     def __init__(self, args: NetworkTrafficArgs, handle: Any) -> None:
         self.args = args
-        hub = hub_of(handle)
+        hub = source_hub(handle)
         query = args.promql(args.source.node_mapping.mapping().group_labels())
         self.source = hub.source(plugin=NAME, metric=args.metric, address=args.prometheus_url, query=query,
                                  source_args=args.source, combine="sum")

@@ -26,12 +26,12 @@ from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.sources import MetricsHub, MetricsSnapshot, snapshot_from_documents
-from scorer.testing import make_handle, make_metrics_hub, make_node, make_pod, run_plugin
+from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
+from scorer.testing import make_handle, make_node, make_pod, make_source_hub, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 METRIC = "network_receive_bytes_per_second"
-NOW = 1_000_000.0  # make_metrics_hub's fixed clock
+NOW = 1_000_000.0  # make_source_hub's fixed clock
 NODES = [make_node(n) for n in ("a", "b", "c", "d")]
 ABC = NODES[:3]
 STALE_REASON = "node(s) had stale network_receive_bytes_per_second metrics (older than 90s)"
@@ -52,8 +52,8 @@ def args_from(data: dict | None) -> NetworkTrafficArgs:
     return structure(NetworkTrafficArgs, data, "args", kind="NetworkTrafficArgs")
 
 
-def build(values: dict, args: dict | None = None, clock=None) -> tuple[NetworkTraffic, MetricsHub]:
-    hub = make_metrics_hub({METRIC: values}, clock=clock)
+def build(values: dict, args: dict | None = None, clock=None) -> tuple[NetworkTraffic, SourceHub]:
+    hub = make_source_hub({METRIC: values}, clock=clock)
     return NetworkTraffic(args_from(args), make_handle(hub)), hub
 
 
@@ -207,7 +207,7 @@ def series(node: str, value: float, ts: float) -> dict:
 
 def test_prometheus_source_warm_up_failures_and_stale(monkeypatch):
     clock = Clock()
-    hub = MetricsHub(lambda: ABC, clock=clock)
+    hub = SourceHub(lambda: ABC, clock=clock)
     plugin = NetworkTraffic(args_from({"address": "http://prom.test:9090", "policy": {"onMissing": "filter"}}),
                             make_handle(hub))
     fake = FakePrometheus()
@@ -431,7 +431,7 @@ UNAME = " * on(instance) group_left(nodename) max by (instance, nodename) (node_
 )
 def test_promql(args, metric, promql):
     parsed = args_from({"address": "http://prom.test:9090", **args})
-    plugin = NetworkTraffic(parsed, make_handle(MetricsHub()))
+    plugin = NetworkTraffic(parsed, make_handle(SourceHub()))
     assert plugin.source.spec.promql == promql
     assert plugin.source.spec.url == "http://prom.test:9090"
     assert plugin.reader.metric == metric == parsed.metric
@@ -507,7 +507,7 @@ def test_no_address_and_no_snapshot_fails_to_build():
     # With a snapshot the address is not needed.
     asm = assemble(config(profile()), InMemoryCluster([], [], []), registry=registry(),
                    metrics_snapshot=MetricsSnapshot({METRIC: {}}))
-    assert list(asm.metrics.sources) == [METRIC]
+    assert list(asm.sources.sources) == [METRIC]
 
 
 # -- source sharing --------------------------------------------------------------------------------
@@ -517,7 +517,7 @@ def sources_for(*args: dict):
     cfg = config(*(profile(a, f"sched-{i}") for i, a in enumerate(args)))
     asm = assemble(cfg, InMemoryCluster([], [], []), registry=registry())
     plugins = [fwk.plugins[NAME] for fwk in asm.frameworks.values()]
-    return asm.metrics, plugins
+    return asm.sources, plugins
 
 
 def test_profiles_with_the_same_query_share_one_source():
@@ -535,7 +535,7 @@ def test_profiles_with_the_same_query_share_one_source():
 
 
 def test_plugins_on_one_hub_share_a_source():
-    hub = MetricsHub()
+    hub = SourceHub()
     args = args_from({"address": "http://prom.test:9090"})
     first = NetworkTraffic(args, make_handle(hub))
     second = NetworkTraffic(args, make_handle(hub))
@@ -588,6 +588,6 @@ def test_readme_snapshot_parses():
 def test_readme_shows_the_promql(direction, by):
     args = args_from({"address": "http://prom.test:9090", "direction": direction,
                       "source": {"nodeMapping": {"by": by}}})
-    promql = NetworkTraffic(args, make_handle(MetricsHub())).source.spec.promql
+    promql = NetworkTraffic(args, make_handle(SourceHub())).source.spec.promql
     assert promql in README.read_text(encoding="utf-8")
     assert METRICS[direction] in README.read_text(encoding="utf-8")

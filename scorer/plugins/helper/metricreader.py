@@ -28,11 +28,13 @@ from typing import Any
 import attrs
 import numpy as np
 
+from scorer.errors import PluginError
 from scorer.framework import Code, FilterVerdict, NodeBatch
+from scorer.framework.runtime import Handle
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.model import Pod
 from scorer.sources.args import DataPolicyArgs, SourceArgs
-from scorer.sources.hub import MetricsHub
+from scorer.sources.hub import SourceHub
 from scorer.sources.source import MetricsSource
 
 FRESH, STALE, MISSING, WARMING_UP = 0, 1, 2, 3
@@ -41,6 +43,14 @@ NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
 # With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
 # at Score only, the node gets the lowest score instead.
 POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NODE_SCORE, "filter": MIN_NODE_SCORE}
+
+
+def source_hub(handle: Handle) -> SourceHub:
+    """The metric sources a plugin reads (``handle.sources``); an error naming the profile if it has none."""
+    if handle.sources is None:
+        raise PluginError(f"profile {handle.profile_name!r}: this plugin reads metrics, but the scheduler "
+                          "was assembled without metric sources")
+    return handle.sources
 
 
 @attrs.frozen(slots=True)
@@ -73,7 +83,7 @@ class Reading:
 class MetricReader:
     """Reads ``source`` for ``plugin`` under ``policy``; cached per source generation and node layout."""
 
-    def __init__(self, hub: MetricsHub, plugin: str, metric: str, source: MetricsSource, policy: DataPolicyArgs,
+    def __init__(self, hub: SourceHub, plugin: str, metric: str, source: MetricsSource, policy: DataPolicyArgs,
                  source_args: SourceArgs) -> None:
         self.hub = hub
         self.plugin = plugin
