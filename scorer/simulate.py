@@ -215,17 +215,8 @@ def simulate(
 
 
 def source_warnings(hub: SourceHub) -> list[str]:
-    """One line per Prometheus source whose fetch failed (the plugins ran under their data policy)."""
-    out = []
-    for source in hub.prometheus_sources:
-        data = source.data
-        if data.last_error:
-            out.append(f"metrics source {source.name} ({source.spec.url}): {data.last_error_kind}: "
-                       f"{data.last_error}; plugins used their data policy")
-        elif data.unmatched_count:
-            out.append(f"metrics source {source.name}: {data.unmatched_count} series matched no node, "
-                       f"e.g. {data.unmatched[0]}")
-    return out
+    """One line per metric source whose fetch failed or whose values name no node (``SourceHub.source_warnings``)."""
+    return hub.source_warnings()
 
 
 def load_cluster(path: str | None) -> LoadedObjects:

@@ -7,8 +7,8 @@ plus two nested objects of these types::
       refreshInterval: 30s       # one bulk query per interval, in the background
       queryTimeout: 10s
       nodeMapping: {by: auto, label: node}
-      caFile: ""                 # CA bundle for https (must exist when Prometheus is queried)
-      bearerTokenFile: ""        # re-read on every query (rotated tokens)
+      caFile: ""                 # CA bundle for https (a readable file)
+      bearerTokenFile: ""        # a readable file, re-read on every query (rotated tokens)
       insecureSkipVerify: false
     policy:                      # what a node whose data is not usable gets
       maxAge: null               # a value older than this is stale; default 3 x refreshInterval
@@ -17,16 +17,34 @@ plus two nested objects of these types::
         enabled: true            # add estimated load of pods placed since the last sample
         settleTime: 60s          # how long after placement a pod's load takes to show in the metric
         ttl: 5m                  # forget a placement after this long, whatever the samples say
+
+Checked when the configuration is loaded (``scorer config validate`` and every
+command), each error with its field path:
+
+* ``caFile`` and ``bearerTokenFile`` must name readable files, whatever the run:
+  a configuration that names a missing CA bundle is wrong even where it is only
+  simulated with a metrics snapshot (which never reads them), as kube-scheduler
+  will not start on a kubeconfig it cannot read: ``config validate`` passing
+  means the configuration loads. To simulate a production configuration on
+  another machine, point them at local copies.
+* ``settleTime`` must not be longer than ``ttl``: a placement would be
+  forgotten before its load is expected to show in the metric.
+* ``maxAge`` must be at least ``refreshInterval`` (``policy_timing_errors``):
+  otherwise every value goes stale between two refreshes, and the plugin
+  spends part of every interval failing open. (An error rather than a
+  warning: no setting makes that useful.)
 """
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlparse
 
 import attrs
 
+from scorer.inputs.duration import format_duration
 from scorer.sources.mapping import MAPPING_MODES, NodeMapping
 
 ON_MISSING: tuple[str, ...] = ("neutral", "min", "max", "filter")
@@ -69,6 +87,19 @@ class SourceArgs:
             errors.append(("queryTimeout", "must be greater than 0"))
         if self.insecure_skip_verify and self.ca_file:
             errors.append(("insecureSkipVerify", "cannot be combined with caFile"))
+        return errors + self.file_errors()
+
+    def file_errors(self) -> list[tuple[str, str]]:
+        """``caFile`` / ``bearerTokenFile`` naming something that is not a readable file."""
+        errors = []
+        for key, path in (("caFile", self.ca_file), ("bearerTokenFile", self.bearer_token_file)):
+            if not path:
+                continue
+            if not os.path.isfile(path):
+                problem = f"{path!r} is not a file" if os.path.exists(path) else f"file {path!r} does not exist"
+                errors.append((key, problem))
+            elif not os.access(path, os.R_OK):
+                errors.append((key, f"file {path!r} is not readable (permission denied)"))
         return errors
 
 
@@ -84,6 +115,9 @@ class InFlightArgs:
             errors.append(("settleTime", "must not be negative"))
         if self.ttl <= timedelta(0):
             errors.append(("ttl", "must be greater than 0"))
+        elif self.settle_time > self.ttl:
+            errors.append(("settleTime", f"must not be longer than ttl ({format_duration(self.ttl)}): a placement "
+                                         "would be forgotten before its load is expected to show in the metric"))
         return errors
 
 
@@ -106,6 +140,16 @@ class DataPolicyArgs:
         if self.max_age is not None:
             return self.max_age.total_seconds()
         return 3 * source.refresh_interval.total_seconds()
+
+
+def policy_timing_errors(source: SourceArgs, policy: DataPolicyArgs) -> list[tuple[str, str]]:
+    """Settings of ``source`` and ``policy`` that contradict each other (paths relative to the plugin's args,
+    which hold both as ``source`` and ``policy``)."""
+    if policy.max_age is not None and timedelta(0) < policy.max_age < source.refresh_interval:
+        interval = format_duration(source.refresh_interval)
+        return [("policy.maxAge", f"must be at least source.refreshInterval ({interval}): every value would "
+                                  "go stale between two refreshes")]
+    return []
 
 
 def address_errors(address: str, key: str = "address") -> list[tuple[str, str]]:

@@ -6,14 +6,17 @@ source and one refresh task. The hub also keeps the placements made since
 the last samples (``in_flight``), the source telemetry, and what each
 plugin reads, for ``scorer explain``.
 
-The hub lives in ``Handle.extras["metrics"]``; ``hub_of(handle)`` returns it
-(creating one over the handle's cache when a test built the handle bare).
+The assembly creates one hub per app and passes it to every framework as
+``Handle.sources``; plugins reach it with ``source_hub(handle)``
+(``scorer.plugins.helper.metricreader``), which never creates one. The hub's
+telemetry registers into the app's ``SchedulerMetrics`` registry, so one
+``SchedulerMetrics`` carries one hub at a time (a second one is an error;
+``close()`` the first to replace it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,7 +27,7 @@ import numpy as np
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Node, Pod
 from scorer.sources.args import SourceArgs
-from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec
+from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec, StaticSource
 from scorer.sources.static import MetricsSnapshot
 from scorer.sources.telemetry import SourceTelemetry
 
@@ -98,6 +101,12 @@ class Binding:
 
 
 class SourceHub:
+    """The metric sources of one app: a snapshot's static sources, or Prometheus sources refreshed in the
+    background; their telemetry goes into ``metrics.registry`` (a private ``SchedulerMetrics`` if none)."""
+
+    #: Unmatched snapshot node names a warning shows (it always gives the count).
+    WARN_UNMATCHED_SHOWN = 5
+
     def __init__(
         self,
         nodes: Callable[[], Sequence[Node]] = tuple,
@@ -133,12 +142,14 @@ class SourceHub:
                 self.warnings.append(f"{plugin}: the metrics snapshot ({self.snapshot.origin}) has no metric "
                                      f"{metric!r}; every node has no data for it")
             static = self.snapshot.source(metric, self.loaded_at)
+            names = [node.name for node in self.nodes()]
+            if names:  # known already (nodes loaded before the plugins were built); else at refresh_all
+                static.match_nodes(set(names))
             self._add(static)
             return static
-        for key, path in (("caFile", source_args.ca_file), ("bearerTokenFile", source_args.bearer_token_file)):
-            # Checked here, not at config load: a snapshot run (simulate --metrics) never reads them.
-            if path and not os.path.isfile(path):
-                raise ValueError(f"args.source.{key}: file {path!r} does not exist")
+        # Config validation checked the files; args built in Python may not have been validated.
+        for key, message in source_args.file_errors():
+            raise ValueError(f"args.source.{key}: {message}")
         if not address:
             raise ValueError("args.address: Required value: the Prometheus URL (http://host:port), unless a "
                              "metrics snapshot is given (scorer simulate --metrics FILE, or a MetricsSnapshot "
@@ -172,9 +183,42 @@ class SourceHub:
     def prometheus_sources(self) -> list[PrometheusSource]:
         return list(self._by_spec.values())
 
+    @property
+    def static_sources(self) -> list[StaticSource]:
+        return [s for s in self.sources.values() if isinstance(s, StaticSource)]
+
+    def source_warnings(self) -> list[str]:
+        """One line per source whose last refresh failed or whose values name no node (for simulate).
+
+        A Prometheus source: the failed fetch, or the series that mapped to
+        no node. A snapshot's metric: its node names that match no node of
+        the cluster (a few of them, and the count).
+        """
+        out = []
+        for source in self.prometheus_sources:
+            data = source.data
+            if data.last_error:
+                out.append(f"metrics source {source.name} ({source.spec.url}): {data.last_error_kind}: "
+                           f"{data.last_error}; plugins used their data policy")
+            elif data.unmatched_count:
+                out.append(f"metrics source {source.name}: {data.unmatched_count} series matched no node, "
+                           f"e.g. {data.unmatched[0]}")
+        for static in self.static_sources:
+            data = static.data
+            if data.unmatched_count:
+                shown = ", ".join(repr(name) for name in data.unmatched[:self.WARN_UNMATCHED_SHOWN])
+                more = ", ..." if data.unmatched_count > self.WARN_UNMATCHED_SHOWN else ""
+                out.append(f"{static.origin}: metric {static.name!r}: {data.unmatched_count} of {data.series} "
+                           f"node name(s) match no node of the cluster ({shown}{more}); their values are unused")
+        return out
+
     # -- lifecycle -----------------------------------------------------------------
     async def refresh_all(self) -> None:
-        """One refresh of every Prometheus source, concurrently (each in its own thread)."""
+        """One refresh of every source: Prometheus sources query, concurrently (each in its own thread);
+        a snapshot's sources check their node names against the cluster's nodes."""
+        names = {node.name for node in self.nodes()}
+        for static in self.static_sources:
+            static.match_nodes(names)
         await asyncio.gather(*(s.refresh() for s in self._by_spec.values()))
 
     def start(self) -> None:
@@ -184,6 +228,10 @@ class SourceHub:
 
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self._by_spec.values()))
+
+    def close(self) -> None:
+        """Take the telemetry out of the app's registry, so another hub can register (after ``stop``)."""
+        self.telemetry.unregister()
 
     def readiness(self) -> tuple[bool, dict[str, str]]:
         """Ready once every source has had one successful fetch; details per source."""

@@ -26,13 +26,13 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
 from scorer.model import Node
-from scorer.sources.data import SourceData
+from scorer.sources.data import ERROR_KINDS, SourceData
 from scorer.sources.mapping import NodeIndex, NodeMapping
 
 log = logging.getLogger("scorer.sources")
@@ -51,7 +51,12 @@ class MetricsSource(Protocol):
 
 
 class StaticSource:
-    """Fixed values (a metrics snapshot file): for simulate, explain, tests and the bench."""
+    """Fixed values (a metrics snapshot file): for simulate, explain, tests and the bench.
+
+    Its "series" are the snapshot's node names; ``match_nodes`` records those
+    that name no node of the cluster, as a Prometheus source records the
+    series that map to no node (``SourceData.unmatched``).
+    """
 
     def __init__(self, name: str, values: Mapping[str, float], sample_times: Mapping[str, float],
                  loaded_at: float, origin: str = "snapshot") -> None:
@@ -66,6 +71,13 @@ class StaticSource:
 
     def describe(self) -> str:
         return f"metric {self.name!r} of {self.origin}"
+
+    def match_nodes(self, node_names: Collection[str]) -> None:
+        """Record the snapshot's node names that are not in ``node_names`` (the values stay as they are)."""
+        known = node_names if isinstance(node_names, (set, frozenset)) else set(node_names)
+        unmatched = sorted(name for name in self._data.values if name not in known)
+        self._data = attrs.evolve(self._data, unmatched=tuple(unmatched[:MAX_UNMATCHED_SHOWN]),
+                                  unmatched_count=len(unmatched))
 
 
 @attrs.frozen(slots=True)
@@ -89,6 +101,8 @@ class PrometheusSpec:
 
 class FetchError(Exception):
     def __init__(self, kind: str, message: str) -> None:
+        if kind not in ERROR_KINDS:  # the kind is a label value: a bounded set
+            raise ValueError(f"unknown fetch error kind {kind!r}")
         super().__init__(message)
         self.kind = kind
 

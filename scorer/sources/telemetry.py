@@ -5,7 +5,11 @@ gauges that depend on the current time (value age, nodes without data) are
 computed when the registry is collected, so they are never stale
 themselves. Label values are bounded: ``source`` is a configured source,
 ``kind`` one of ``ERROR_KINDS``, ``plugin`` a configured plugin, ``state``
-and ``policy`` fixed sets.
+one of ``STATES``, ``policy`` one of ``POLICIES``, ``bound`` oldest/newest.
+
+The families live in the app's one registry (``SchedulerMetrics.registry``),
+registered once: a second ``SourceTelemetry`` on the same registry is an
+error naming the cause, not prometheus_client's "Duplicated timeseries".
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from scorer.sources.args import ON_MISSING
 from scorer.sources.data import ERROR_KINDS
 
 if TYPE_CHECKING:
@@ -25,6 +30,9 @@ if TYPE_CHECKING:
 
 # 10 ms x 2^k up to ~41 s: a bulk instant query takes milliseconds; timeouts are seconds.
 REFRESH_BUCKETS: tuple[float, ...] = tuple(0.01 * 2**k for k in range(13))
+#: Label values of ``scorer_metrics_policy_nodes``: a node's data state, and the policy applied.
+STATES: tuple[str, ...] = ("fresh", "stale", "missing", "warming-up")
+POLICIES: tuple[str, ...] = ON_MISSING
 
 
 class SourceTelemetry:
@@ -33,10 +41,15 @@ class SourceTelemetry:
     def __init__(self, registry: CollectorRegistry, sources: Callable[[], Sequence[MetricsSource]],
                  node_names: Callable[[], Iterable[str]], clock: Callable[[], float] = time.time) -> None:
         self.registry = registry
-        self.refresh_duration = Histogram(
-            "scorer_metrics_source_refresh_duration_seconds",
-            "Duration of one refresh of a metrics source (the bulk query and its mapping to nodes).",
-            ["source"], registry=registry, buckets=REFRESH_BUCKETS)
+        try:
+            self.refresh_duration = Histogram(
+                "scorer_metrics_source_refresh_duration_seconds",
+                "Duration of one refresh of a metrics source (the bulk query and its mapping to nodes).",
+                ["source"], registry=registry, buckets=REFRESH_BUCKETS)
+        except ValueError:  # prometheus_client: "Duplicated timeseries in CollectorRegistry"
+            raise ValueError("this registry already holds the scorer_metrics_* families of another SourceHub: "
+                             "an app has one SourceHub per SchedulerMetrics (share it, or close() the first "
+                             "before creating another)") from None
         self.errors = Counter(
             "scorer_metrics_source_errors",
             "Failed refreshes of a metrics source, by kind of failure.",
@@ -50,7 +63,19 @@ class SourceTelemetry:
             "Nodes a metrics-driven plugin scored or filtered under its data policy because their value "
             "was stale, missing or not fetched yet (one count per node per scheduling cycle).",
             ["plugin", "state", "policy"], registry=registry)
-        registry.register(_SourceGauges(sources, node_names, clock))
+        self._gauges = _SourceGauges(sources, node_names, clock)
+        registry.register(self._gauges)
+
+    def unregister(self) -> None:
+        """Remove every family from the registry (the hub is closed)."""
+        for collector in (self.refresh_duration, self.errors, self.queries, self.policy_nodes, self._gauges):
+            self.registry.unregister(collector)
+
+    def count_policy(self, plugin: str, state: str, policy: str, nodes: int) -> None:
+        """``nodes`` nodes of ``plugin`` in ``state`` got ``policy`` this cycle (both from fixed sets)."""
+        if state not in STATES or policy not in POLICIES:
+            raise ValueError(f"unbounded label value: state {state!r}, policy {policy!r}")
+        self.policy_nodes.labels(plugin, state, policy).inc(nodes)
 
     def source_registered(self, name: str) -> None:
         """Create the labelled children so every series exists from the start (at 0)."""

@@ -525,8 +525,9 @@ def readme_blocks(kind: str) -> list[str]:
 
 def test_readme_configuration_is_valid(monkeypatch):
     # The examples name in-cluster files (service-account CA and token), which validation checks exist.
-    real_isfile = os.path.isfile
+    real_isfile, real_access = os.path.isfile, os.access
     monkeypatch.setattr(os.path, "isfile", lambda p: str(p).startswith("/var/run/secrets/") or real_isfile(p))
+    monkeypatch.setattr(os, "access", lambda p, mode: str(p).startswith("/var/run/secrets/") or real_access(p, mode))
     registry = build_registry(autoload=False, modules=[scorer_loadaware])
     configs = readme_blocks("KubeSchedulerConfiguration")
     assert configs

@@ -36,9 +36,12 @@ from scorer.model import Pod
 from scorer.sources.args import DataPolicyArgs, SourceArgs
 from scorer.sources.hub import SourceHub
 from scorer.sources.source import MetricsSource
+from scorer.sources.telemetry import STATES
 
 FRESH, STALE, MISSING, WARMING_UP = 0, 1, 2, 3
-STATE_NAMES: tuple[str, ...] = ("fresh", "stale", "missing", "warming-up")
+STATE_NAMES: tuple[str, ...] = STATES  # indexed by the state codes above
+#: In-flight sums saturate here instead of overflowing to inf (metric values near the float maximum).
+FLOAT_MAX = float(np.finfo(np.float64).max)
 NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
 # With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
 # at Score only, the node gets the lowest score instead.
@@ -73,10 +76,13 @@ class Reading:
         return np.bincount(self.in_flight_positions, minlength=len(self.values)).astype(np.int64)
 
     def in_flight_sum(self, per_pod: np.ndarray) -> np.ndarray:
-        """Per node, the sum of ``per_pod`` (one value per in-flight pod)."""
+        """Per node, the sum of ``per_pod`` (one value per in-flight pod), saturated at the largest
+        float: huge estimates never become inf or NaN, nor raise numpy warnings."""
         out = np.zeros(len(self.values), dtype=np.float64)
         if len(per_pod):
-            np.add.at(out, self.in_flight_positions, per_pod)
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.add.at(out, self.in_flight_positions, per_pod)
+            np.nan_to_num(out, copy=False, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
         return out
 
 
@@ -183,11 +189,10 @@ class MetricReader:
         self._count(reading, stale | missing, "filter")
 
     def _count(self, reading: Reading, bad: np.ndarray, policy: str) -> None:
-        counter = self.hub.telemetry.policy_nodes
         counts = np.bincount(reading.state[bad], minlength=len(STATE_NAMES))
         for state, count in enumerate(counts.tolist()):
             if count and state != FRESH:
-                counter.labels(self.plugin, STATE_NAMES[state], policy).inc(count)
+                self.hub.telemetry.count_policy(self.plugin, STATE_NAMES[state], policy, count)
 
     # -- explain -----------------------------------------------------------------
     def explain(self, nodes: NodeBatch, now: float | None = None) -> dict[str, dict[str, Any]]:
