@@ -315,7 +315,8 @@ def test_hub_shares_sources_and_names_them():
     assert sorted(hub.sources) == ["net", "net#2"]
     with pytest.raises(ValueError, match="args.address: Required value"):
         hub.source(plugin="D", metric="x", address="", query="q", source_args=SourceArgs())
-    # TLS files are checked when Prometheus will be queried, not when a snapshot is used.
+    # The hub checks TLS files when it builds a Prometheus source (args built without validation);
+    # a snapshot's source never reads them (config validation checks them for every run).
     with pytest.raises(ValueError, match="args.source.caFile: file '/nonexistent/ca.pem' does not exist"):
         hub.source(plugin="E", metric="y", address="https://p:9090", query="q",
                    source_args=SourceArgs(ca_file="/nonexistent/ca.pem"))

@@ -19,7 +19,7 @@ from scorer_loadaware.plugin import (
 )
 
 if TYPE_CHECKING:
-    from scorer.registry import PluginRegistry
+    from scorer.framework.catalog import PluginRegistry
 
 __all__ = [
     "METRICS",

@@ -34,27 +34,45 @@ is the weighted mean predicted utilization in percent (rounded half up),
 Filter (off by default): a node whose measured + in-flight utilization
 (the incoming pod not included) is above ``usageThresholds.<resource>``
 percent is Unschedulable; with ``policy.onMissing: filter`` nodes without
-fresh data are rejected too (``reader.filter_unusable``).
+fresh data are rejected too (``reader.filter_unusable``). A node cooling
+down is not a cluster event (metrics refresh in the background), so a
+rejected pod is retried on the events that can lower the prediction (a
+new node, more allocatable, a pod deleted) and at the latest when the
+unschedulable queue flushes (5 minutes, kube's podMaxInUnschedulablePodsDuration).
+
+Arguments are bounded (factors at most 10, weights 100, percentages 100),
+so no prediction overflows; raw scores are capped at ``MAX_RAW_SCORE``.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 import numpy as np
 
 from scorer.config.validation import quote
 from scorer.framework import Code, FilterVerdict, NodeBatch
+from scorer.framework.events import ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
-from scorer.sources import DataPolicyArgs, SourceArgs, address_errors
+from scorer.sources import (
+    DataPolicyArgs,
+    SourceArgs,
+    address_errors,
+    fill_template,
+    policy_timing_errors,
+    promql_duration,
+    template_errors,
+)
+from scorer.sources.query import BY, RANGE
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "LoadAware"
 CPU = "cpu"
@@ -65,6 +83,7 @@ QUERIES = {
     CPU: '1 - avg by ({by}) (rate(node_cpu_seconds_total{mode="idle"}[{range}]))',
     MEMORY: "1 - avg by ({by}) (node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)",
 }
+PLACEHOLDERS: tuple[str, ...] = (BY, RANGE)
 LABELS = {CPU: "CPU", MEMORY: "memory"}
 TARGET_PACKING = "TargetPacking"
 LEAST_UTILIZED = "LeastUtilized"
@@ -73,6 +92,7 @@ DEFAULT_TIME_RANGE = timedelta(minutes=1)
 MAX_RESOURCE_WEIGHT = 100
 MAX_SCALING_FACTOR = 10.0
 NO_DATA = -1  # raw score of a node without fresh data (never 0: no data is not "idle")
+MAX_RAW_SCORE = 2**53  # raw scores (percent) are capped here: a 7Ei pod on a 1-byte node fits an int64
 THRESHOLD_REASON = "node(s) {label} utilization above the LoadAware threshold ({threshold}%)"
 
 # Predicted utilization is rounded to this many decimals (percent) and scores
@@ -80,7 +100,6 @@ THRESHOLD_REASON = "node(s) {label} utilization above the LoadAware threshold ({
 # never moves a score by one point.
 _DECIMALS = 6
 _EPS = 1e-9
-_STATE_KEY = "LoadAware/scores"
 
 
 def _supported(values: tuple[str, ...]) -> str:
@@ -162,10 +181,7 @@ class LoadAwareArgs:
     def promql(self, resource: str, by: str) -> str:
         """The query for ``resource`` with ``{by}`` and ``{range}`` filled in."""
         custom = self.cpu_query if resource == CPU else self.memory_query
-        template = custom.strip() or QUERIES[resource]
-        millis = round(self.time_range.total_seconds() * 1000)
-        window = f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
-        return template.replace("{by}", by).replace("{range}", window)
+        return fill_template(custom.strip() or QUERIES[resource], {BY: by, RANGE: promql_duration(self.time_range)})
 
     def validate(self) -> list[tuple[str, str]]:
         errors: list[tuple[str, str]] = list(address_errors(self.address))
@@ -187,12 +203,17 @@ class LoadAwareArgs:
         for key, query in (("cpuQuery", self.cpu_query), ("memoryQuery", self.memory_query)):
             if query and not query.strip():
                 errors.append((key, "must not be blank (omit it for the default query)"))
+            errors.extend((key, message) for message in template_errors(query, PLACEHOLDERS))
+        errors.extend(policy_timing_errors(self.source, self.policy))
         return errors
+
+
+_SCORE_KEY = "Score" + NAME
 
 
 @attrs.frozen(slots=True, eq=False)
 class _Part:
-    """One scored resource in one cycle (kept in CycleState from Score to NormalizeScore)."""
+    """One scored resource in one cycle."""
 
     reader: MetricReader
     reading: Reading
@@ -200,10 +221,21 @@ class _Part:
     weight: int
 
 
+@attrs.frozen(slots=True, eq=False)
+class _ScoreState:
+    """What Score passes to NormalizeScore: one part per scored resource."""
+
+    parts: tuple[_Part, ...]
+
+
+def _score_state(state: CycleState) -> _ScoreState:
+    return state.read(_SCORE_KEY)
+
+
 class LoadAware:
     name = NAME
 
-    def __init__(self, args: LoadAwareArgs, handle: Any) -> None:
+    def __init__(self, args: LoadAwareArgs, handle: Handle) -> None:
         self.args = args
         hub = source_hub(handle)
         by = args.source.node_mapping.mapping().group_labels()
@@ -218,28 +250,12 @@ class LoadAware:
         self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
         self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
 
-    # -- prediction ------------------------------------------------------------------
-    def estimate(self, pod: Pod, resource: str) -> float:
-        """A pod's estimated usage: non-zero request (millicores / bytes) x scaling factor."""
-        request = pod.non_zero_cpu if resource == CPU else pod.non_zero_memory
-        return float(request) * self.args.estimator.of(resource)
-
-    def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
-        """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
-        pods = reading.in_flight_pods
-        factor = self.args.estimator.of(resource)
-        if resource == CPU:
-            requests = np.fromiter((p.non_zero_cpu for p in pods), dtype=np.float64, count=len(pods))
-        else:
-            requests = np.fromiter((p.non_zero_memory for p in pods), dtype=np.float64, count=len(pods))
-        load = reading.in_flight_sum(requests * factor)
-        if pod is not None:
-            load += self.estimate(pod, resource)
-        allocatable = nodes.allocatable(resource).astype(np.float64)
-        # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
-        added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
-        measured = np.clip(reading.values, 0.0, 1.0)  # NaN (no value) stays NaN
-        return np.round((measured + added) * 100.0, _DECIMALS)
+    def events_to_register(self) -> list[ClusterEvent]:
+        """What can lower a rejected node's prediction: a new node, more allocatable (in-flight load is
+        relative to it), a deleted pod (its in-flight estimate goes, and its usage). A node cooling down
+        is a metrics refresh, not a cluster event: the unschedulable queue's flush retries the pod."""
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeAllocatable"),
+                ClusterEvent("Pod", "Delete")]
 
     # -- Filter --------------------------------------------------------------------------
     def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
@@ -266,15 +282,15 @@ class LoadAware:
             reader = self.readers[resource]
             reading = reader.read(nodes)
             parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
-        state.write(_STATE_KEY, parts)
+        state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
         usable = np.logical_and.reduce([p.reading.usable for p in parts])
         mean = sum(p.weight * np.nan_to_num(p.predicted) for p in parts) / self.total_weight
-        return np.where(usable, np.floor(mean + 0.5), NO_DATA).astype(np.int64)  # half up
+        raw = np.floor(np.minimum(mean, MAX_RAW_SCORE) + 0.5)  # half up
+        return np.where(usable, raw, NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
-        parts: list[_Part] = state.read(_STATE_KEY)
         total = np.zeros(len(scores), dtype=np.int64)
-        for part in parts:
+        for part in _score_state(state).parts:
             usable = part.reading.usable
             predicted = np.where(usable, part.predicted, 0.0)
             if self.args.strategy == LEAST_UTILIZED:
@@ -283,6 +299,29 @@ class LoadAware:
                 score = target_packing(predicted, self.args.target_utilization)
             total += part.weight * part.reader.apply_policy(score, part.reading)
         return total // self.total_weight
+
+    # -- prediction ------------------------------------------------------------------
+    def estimate(self, pod: Pod, resource: str) -> float:
+        """A pod's estimated usage: non-zero request (millicores / bytes) x scaling factor."""
+        request = pod.non_zero_cpu if resource == CPU else pod.non_zero_memory
+        return float(request) * self.args.estimator.of(resource)
+
+    def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
+        """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
+        pods = reading.in_flight_pods
+        factor = self.args.estimator.of(resource)
+        if resource == CPU:
+            requests = np.fromiter((p.non_zero_cpu for p in pods), dtype=np.float64, count=len(pods))
+        else:
+            requests = np.fromiter((p.non_zero_memory for p in pods), dtype=np.float64, count=len(pods))
+        load = reading.in_flight_sum(requests * factor)
+        if pod is not None:
+            load += self.estimate(pod, resource)
+        allocatable = nodes.allocatable(resource).astype(np.float64)
+        # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
+        added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
+        measured = np.clip(reading.values, 0.0, 1.0)  # NaN (no value) stays NaN
+        return np.round((measured + added) * 100.0, _DECIMALS)
 
 
 def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:
@@ -301,8 +340,8 @@ def least_utilized(predicted: np.ndarray) -> np.ndarray:
     return np.clip(np.floor(MAX_NODE_SCORE - u + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
 
 
-def factory(args: LoadAwareArgs | None, handle: Any) -> LoadAware:
-    return LoadAware(args or LoadAwareArgs(), handle)
+def factory(args: LoadAwareArgs | None, handle: Handle) -> LoadAware:
+    return LoadAware(args if args is not None else LoadAwareArgs(), handle)
 
 
 def register(registry: PluginRegistry) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -14,16 +15,19 @@ import pytest
 import scorer_loadaware
 import yaml
 from scorer_loadaware import METRICS, NAME, LoadAware, LoadAwareArgs, least_utilized, target_packing
-from scorer_loadaware.plugin import factory
+from scorer_loadaware.plugin import MAX_RAW_SCORE, factory
 
+from scorer.assembly import assemble
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError
 from scorer.explain import explain_pod
 from scorer.framework import Code
+from scorer.framework.events import ClusterEvent, matches
+from scorer.memory import InMemoryCluster
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.sources import SourceHub, snapshot_from_documents
+from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 from scorer.testing import make_handle, make_node, make_pod, make_source_hub, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -506,6 +510,34 @@ def config_with_args(args: dict) -> dict:
         ({"policy": {"maxAge": "0s"}}, [("policy.maxAge", "must be greater than 0")]),
         ({"source": {"refreshInterval": "0s"}}, [("source.refreshInterval", "must be at least 1s")]),
         ({"usage_thresholds": {"cpu": 80}}, [("usage_thresholds", "unknown field")]),
+        # non-finite and absurd numbers, as a JSON configuration can give them
+        ({"targetUtilization": 1e308}, [("targetUtilization", "expected an integer, got number 1e+308")]),
+        ({"usageThresholds": {"cpu": float("inf")}}, [("usageThresholds.cpu", "expected an integer, got number inf")]),
+        ({"resources": [{"name": "cpu", "weight": 1e308}]},
+         [("resources[0].weight", "expected an integer, got number 1e+308")]),
+        ({"estimator": {"cpuScalingFactor": float("nan"), "memoryScalingFactor": 1e308}},
+         [("estimator.cpuScalingFactor", "Invalid value: nan: must be in (0, 10]: a fraction of the request "
+                                         "(0.85 = 85%)"),
+          ("estimator.memoryScalingFactor", "Invalid value: 1e+308: must be in (0, 10]: a fraction of the "
+                                            "request (0.85 = 85%)")]),
+        ({"estimator": {"cpuScalingFactor": float("inf")}},
+         [("estimator.cpuScalingFactor", "Invalid value: inf: must be in (0, 10]: a fraction of the request "
+                                         "(0.85 = 85%)")]),
+        # query templates
+        ({"cpuQuery": "avg by ({by}) (rate(x[{rnage}]))"},
+         [("cpuQuery", "unknown placeholder '{rnage}' (supported: {by}, {range})")]),
+        ({"cpuQuery": 'avg by ({by}) (x{device=~"{device}"})'},
+         [("cpuQuery", "unknown placeholder '{device}' (supported: {by}, {range})")]),
+        ({"memoryQuery": "1 - avg by ({by}) (x})"}, [("memoryQuery", 'unbalanced "}" at character 21')]),
+        # timings that contradict each other
+        ({"policy": {"inFlight": {"settleTime": "10m", "ttl": "5m"}}},
+         [("policy.inFlight.settleTime", "must not be longer than ttl (5m0s): a placement would be forgotten "
+                                         "before its load is expected to show in the metric")]),
+        ({"policy": {"maxAge": "10s"}},
+         [("policy.maxAge", "must be at least source.refreshInterval (30s): every value would go stale between "
+                            "two refreshes")]),
+        ({"source": {"bearerTokenFile": "/nonexistent/token"}},
+         [("source.bearerTokenFile", "file '/nonexistent/token' does not exist")]),
     ],
 )
 def test_invalid_args_name_the_field(args, errors):
@@ -513,6 +545,61 @@ def test_invalid_args_name_the_field(args, errors):
     with pytest.raises(ConfigError) as info:
         load_config(config_with_args(args), registry.catalog())
     assert info.value.errors == [(f"{PATH}.{path}", message) for path, message in errors]
+
+
+# -- extreme values ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["TargetPacking", "LeastUtilized"])
+def test_extreme_requests_and_values_never_overflow(strategy):
+    metrics = {"cpu_utilization": {"a": 1e308, "b": 0.5}, "memory_utilization": {"a": 0.1, "b": -1e308}}
+    args = {"strategy": strategy, "resources": [{"name": "cpu"}, {"name": "memory"}],
+            "estimator": {"memoryScalingFactor": 10}, "usageThresholds": {"memory": 90}}
+    hub = make_source_hub(metrics)
+    plugin = build({}, args, hub)
+    hub.in_flight.placed(make_pod("huge", memory="7Ei"), "b", at=hub.clock())
+    node_list = [make_node("a", memory="1"), make_node("b", memory="1Gi")]
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        run = run_plugin(plugin, make_pod("p", memory="7Ei"), node_list)
+    assert run.error is None
+    # b: 7Ei x 10 in flight on 1Gi is far above 90%; a: 10% measured, the incoming pod not counted
+    assert run.feasible == ["a"]
+    # a: cpu clipped to 100% (+ the pod's 100m), memory 7Ei x 10 / 1 byte: raw capped, score 0
+    assert run.raw_scores == {"a": MAX_RAW_SCORE}
+    assert run.scores == {"a": 0}
+
+
+# -- requeue events --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "interested"),
+    [
+        (ClusterEvent("Node", "Add"), True),
+        (ClusterEvent("Node", "UpdateNodeAllocatable"), True),  # in-flight load is relative to it
+        (ClusterEvent("Node", "Update"), True),  # a generic update may be one of allocatable
+        (ClusterEvent("AssignedPod", "Delete"), True),  # its estimate and its usage go away
+        (ClusterEvent("Pod", "Delete"), True),
+        (ClusterEvent("Node", "UpdateNodeLabel"), False),
+        (ClusterEvent("AssignedPod", "Add"), False),  # more load, never less
+    ],
+)
+def test_events_to_register(event, interested):
+    plugin = build({"cpu_utilization": {}}, {"usageThresholds": {"cpu": 80}})
+    assert any(matches(r, event) for r in plugin.events_to_register()) is interested
+
+
+def test_pod_rejected_by_a_threshold_waits_for_a_deleted_pod():
+    registry = build_registry(autoload=False, modules=[scorer_loadaware])
+    asm = assemble(plugin_config(NAME, {"usageThresholds": {"cpu": 80}}), InMemoryCluster([], [], []),
+                   registry=registry, metrics_snapshot=MetricsSnapshot({"cpu_utilization": {}}))
+    asm.queue.add(make_pod("p"))
+    info = asm.queue.pop()
+    assert asm.queue.add_unschedulable_if_not_present(info, unschedulable_plugins=[NAME]) == "unschedulable"
+    asm.queue.done(info.pod.key)
+    assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Add")) == 0
+    assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Delete")) == 1
 
 
 # -- README ------------------------------------------------------------------------------------------------------

@@ -1,23 +1,18 @@
-"""scorer-networkaware: the NetworkAware plugin (Filter + Score) for scorer.
+"""scorer-networkaware: the NetworkAware filter and score plugin for scorer (entry point group ``scorer``)."""
 
-Loaded through the ``scorer`` entry point ``networkaware``; this module carries
-the ``scorer_register_plugins`` hook implementation.
-"""
+from __future__ import annotations
 
-from scorer_networkaware.plugin import (
-    ERR_REASON,
-    NAME,
-    NetworkAware,
-    NetworkAwareArgs,
-    factory,
-    scorer_register_plugins,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ERR_REASON",
-    "NAME",
-    "NetworkAware",
-    "NetworkAwareArgs",
-    "factory",
-    "scorer_register_plugins",
-]
+from scorer.hookspecs import hookimpl
+from scorer_networkaware.plugin import ERR_REASON, NAME, NetworkAware, NetworkAwareArgs, factory, register
+
+if TYPE_CHECKING:
+    from scorer.framework.catalog import PluginRegistry
+
+__all__ = ["ERR_REASON", "NAME", "NetworkAware", "NetworkAwareArgs", "factory", "scorer_register_plugins"]
+
+
+@hookimpl
+def scorer_register_plugins(registry: PluginRegistry) -> None:
+    register(registry)

@@ -15,7 +15,7 @@ dict lookup and one numpy comparison instead of a Python loop over nodes.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -23,12 +23,12 @@ import numpy as np
 from scorer.config.validation import qualified_name_errors, quote
 from scorer.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, FilterVerdict, NodeBatch, Status
 from scorer.framework.events import ClusterEvent
-from scorer.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NetworkAware"
 # One reason per requested value, so the FitError names the label to add:
@@ -107,14 +107,9 @@ def _label_value_error(value: str) -> str:
 class NetworkAware:
     name = NAME
 
-    def __init__(self, args: NetworkAwareArgs) -> None:
+    def __init__(self, args: NetworkAwareArgs, handle: Handle) -> None:
         self.args = args
         self._values = frozenset(args.values)
-
-    def requested_value(self, pod: Pod) -> str | None:
-        """The network ``pod`` asks for, or None when the plugin does not constrain it."""
-        value = pod.annotations.get(self.args.pod_annotation)
-        return value if value in self._values else None
 
     def events_to_register(self) -> list[ClusterEvent]:
         """What may make a pod this plugin rejected schedulable: a new node, a
@@ -124,9 +119,6 @@ class NetworkAware:
             ClusterEvent("Node", "UpdateNodeLabel"),
             ClusterEvent("UnschedulablePod", "Update"),
         ]
-
-    def _matches(self, value: str, nodes: NodeBatch) -> np.ndarray:
-        return nodes.label_column(self.args.node_label).equals(value, nodes.rows)
 
     # -- filter --------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
@@ -156,12 +148,19 @@ class NetworkAware:
             np.int64
         )
 
+    # -- helpers -------------------------------------------------------------------
+    def requested_value(self, pod: Pod) -> str | None:
+        """The network ``pod`` asks for, or None when the plugin does not constrain it."""
+        value = pod.annotations.get(self.args.pod_annotation)
+        return value if value in self._values else None
 
-def factory(args: NetworkAwareArgs | None, handle: Any) -> NetworkAware:
-    return NetworkAware(args if args is not None else NetworkAwareArgs())
+    def _matches(self, value: str, nodes: NodeBatch) -> np.ndarray:
+        return nodes.label_column(self.args.node_label).equals(value, nodes.rows)
 
 
-@hookimpl
-def scorer_register_plugins(registry: PluginRegistry) -> None:
-    """Register NetworkAware (the ``scorer`` entry point of scorer-networkaware)."""
+def factory(args: NetworkAwareArgs | None, handle: Handle) -> NetworkAware:
+    return NetworkAware(args if args is not None else NetworkAwareArgs(), handle)
+
+
+def register(registry: PluginRegistry) -> None:
     registry.register(NAME, factory, args_type=NetworkAwareArgs, plugin_type=NetworkAware)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import scorer_networkaware
-from scorer_networkaware import ERR_REASON, NAME, NetworkAware, NetworkAwareArgs
+from scorer_networkaware import ERR_REASON, NAME, NetworkAwareArgs, factory
 
 from scorer.assembly import assemble
 from scorer.config import load_config, load_config_text, resolve_config, structure, unstructure
@@ -20,7 +20,7 @@ from scorer.memory import InMemoryCluster
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import VirtualClock, simulate
-from scorer.testing import make_cache, make_node, make_pod, plugin_config, run_plugin
+from scorer.testing import make_cache, make_handle, make_node, make_pod, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -79,7 +79,7 @@ def wants(value: str, key: str = "my-network-preference"):
     ],
 )
 def test_filter_and_score(args, pod, nodes, feasible, scores):
-    run = run_plugin(NetworkAware(args_from(args)), pod, nodes)
+    run = run_plugin(factory(args_from(args), make_handle()), pod, nodes)
     assert run.error is None
     assert run.feasible == feasible
     if scores is None:
@@ -91,7 +91,7 @@ def test_filter_and_score(args, pod, nodes, feasible, scores):
 
 
 def test_rejected_nodes_are_unschedulable_with_the_label_to_add():
-    run = run_plugin(NetworkAware(NetworkAwareArgs()), wants("high-speed"), NODES)
+    run = run_plugin(factory(NetworkAwareArgs(), make_handle()), wants("high-speed"), NODES)
     assert run.filter["fast"].is_success()
     for name in ("standard", "bare"):
         status = run.filter[name]
@@ -105,12 +105,12 @@ def test_rejected_nodes_are_unschedulable_with_the_label_to_add():
 
 
 def test_unconstrained_pod_skips_filter_and_score():
-    plugin = NetworkAware(NetworkAwareArgs())
+    plugin = factory(NetworkAwareArgs(), make_handle())
     for point in (plugin.pre_filter, plugin.pre_score):
         assert point(None, make_pod("p"), None).is_skip()
         assert point(None, wants("high-speed"), None) is None
     # preference only: nothing to filter, but Score runs
-    preference = NetworkAware(NetworkAwareArgs(require_match=False))
+    preference = factory(NetworkAwareArgs(require_match=False), make_handle())
     assert preference.pre_filter(None, wants("high-speed"), None).is_skip()
     assert preference.pre_score(None, wants("high-speed"), None) is None
 
@@ -118,7 +118,7 @@ def test_unconstrained_pod_skips_filter_and_score():
 def test_label_codes_follow_node_updates():
     """The cached label column is rebuilt when a node changes, kept when only pods do."""
     cache = make_cache(NODES)
-    plugin = NetworkAware(NetworkAwareArgs())
+    plugin = factory(NetworkAwareArgs(), make_handle())
     pod = wants("high-speed")
 
     def feasible():
@@ -216,7 +216,7 @@ def test_readme_configuration_is_valid():
     ],
 )
 def test_events_to_register(event, interested):
-    registered = NetworkAware(NetworkAwareArgs()).events_to_register()
+    registered = factory(NetworkAwareArgs(), make_handle()).events_to_register()
     assert any(matches(r, event) for r in registered) is interested
 
 

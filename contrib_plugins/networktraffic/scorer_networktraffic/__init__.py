@@ -8,7 +8,7 @@ from scorer.hookspecs import hookimpl
 from scorer_networktraffic.plugin import NAME, NetworkTraffic, NetworkTrafficArgs, register
 
 if TYPE_CHECKING:
-    from scorer.registry import PluginRegistry
+    from scorer.framework.catalog import PluginRegistry
 
 __all__ = ["NAME", "NetworkTraffic", "NetworkTrafficArgs", "scorer_register_plugins"]
 

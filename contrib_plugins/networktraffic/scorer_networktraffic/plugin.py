@@ -5,12 +5,21 @@ summed a byte counter over a window. Here one bulk query (``rate`` of the
 counter, per node) runs in the background every ``source.refreshInterval``;
 Score reads the last reading, adds the estimated traffic of pods placed
 since each node's sample (so a burst spreads), and normalizes as the seed
-does: ``100 - traffic * 100 / max traffic``, with all-zero traffic giving
-every node 100 and nodes without fresh data getting the policy's score.
+does: ``100 - floor(traffic * 100 / max traffic)``, with all-zero traffic
+giving every node 100 and nodes without fresh data getting the policy's
+score. Traffic is computed divided by the largest value in play, so values
+near the float maximum (a broken exporter) never overflow: the busiest node
+scores 0 and the others keep their relative scores.
+
+Filter acts only with ``policy.onMissing: filter`` (nodes without fresh
+data). A metrics refresh is not a cluster event, so a pod it rejected is
+retried when a node is added, or at the latest when the unschedulable queue
+flushes (5 minutes, as kube-scheduler's podMaxInUnschedulablePodsDuration).
 """
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,20 +27,33 @@ import attrs
 import numpy as np
 
 from scorer.framework import FilterVerdict, NodeBatch
+from scorer.framework.events import ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.inputs.duration import parse_duration
-from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
-from scorer.sources import DataPolicyArgs, SourceArgs, address_errors
+from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, source_hub
+from scorer.sources import (
+    DataPolicyArgs,
+    SourceArgs,
+    address_errors,
+    fill_template,
+    policy_timing_errors,
+    promql_duration,
+    template_errors,
+)
+from scorer.sources.query import BY, DEVICE, RANGE
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
+    from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
-    from scorer.registry import PluginRegistry
 
 NAME = "NetworkTraffic"
 DEFAULT_INTERFACE = "eth0"
 DEFAULT_TIME_RANGE = timedelta(minutes=1)
 NO_DATA = -1  # raw score of a node without a usable value (never 0: no data is not "no traffic")
+MAX_POD_TRAFFIC_ESTIMATE = 1e12  # bytes/s (1 TB/s): far above any NIC, far below overflow
+MAX_RAW_SCORE = 2**53  # raw scores (bytes/s) are capped here: exact in a float, fits an int64
 
 _RATE = 'rate(node_network_{dir}_bytes_total{{device=~"{{device}}"}}[{{range}}])'
 QUERIES = {
@@ -39,12 +61,12 @@ QUERIES = {
     "transmit": "sum by ({by}) (" + _RATE.format(dir="transmit") + ")",
     "both": "sum by ({by}) (" + _RATE.format(dir="receive") + " + " + _RATE.format(dir="transmit") + ")",
 }
+PLACEHOLDERS: tuple[str, ...] = (BY, DEVICE, RANGE)
 METRICS = {
     "receive": "network_receive_bytes_per_second",
     "transmit": "network_transmit_bytes_per_second",
     "both": "network_bytes_per_second",
 }
-_STATE_KEY = "NetworkTraffic/reading"
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -88,11 +110,8 @@ class NetworkTrafficArgs:
         return METRICS[self.direction]
 
     def promql(self, by: str) -> str:
-        template = self.query or QUERIES[self.direction]
-        ms = round(self.window.total_seconds() * 1000)
-        window = f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"  # never truncate 1500ms to 1s
-        return (template.replace("{by}", by).replace("{device}", self.device)
-                .replace("{range}", window))
+        return fill_template(self.query or QUERIES[self.direction],
+                             {BY: by, DEVICE: self.device, RANGE: promql_duration(self.window)})
 
     def validate(self) -> list[tuple[str, str]]:
         errors: list[tuple[str, str]] = []
@@ -122,21 +141,52 @@ class NetworkTrafficArgs:
                                    "must be at least 1s"))
         if '"' in self.device or "\\" in self.device:
             errors.append(("networkInterface", "must not contain quotes or backslashes"))
-        if self.pod_traffic_estimate is not None and self.pod_traffic_estimate < 0:
-            errors.append(("podTrafficEstimate", "must not be negative"))
+        errors.extend(("query", message) for message in template_errors(self.query, PLACEHOLDERS))
+        estimate = self.pod_traffic_estimate
+        if estimate is not None:
+            if not math.isfinite(estimate):
+                errors.append(("podTrafficEstimate", f"must be a finite number, got {estimate}"))
+            elif estimate < 0:
+                errors.append(("podTrafficEstimate", "must not be negative"))
+            elif estimate > MAX_POD_TRAFFIC_ESTIMATE:
+                errors.append(("podTrafficEstimate", f"must be at most {MAX_POD_TRAFFIC_ESTIMATE:g} (bytes/s "
+                                                     f"per pod), got {estimate:g}"))
+        errors.extend(policy_timing_errors(self.source, self.policy))
         return errors
+
+
+_SCORE_KEY = "Score" + NAME
+
+
+@attrs.frozen(slots=True, eq=False)
+class _ScoreState:
+    """What Score passes to NormalizeScore: the reading and each node's traffic, divided by a power
+    of two (``_traffic``: normalizing is the same on any scale)."""
+
+    reading: Reading
+    traffic: np.ndarray  # NaN where the node has no value
+
+
+def _score_state(state: CycleState) -> _ScoreState:
+    return state.read(_SCORE_KEY)
 
 
 class NetworkTraffic:
     name = NAME
 
-    def __init__(self, args: NetworkTrafficArgs, handle: Any) -> None:
+    def __init__(self, args: NetworkTrafficArgs, handle: Handle) -> None:
         self.args = args
         hub = source_hub(handle)
         query = args.promql(args.source.node_mapping.mapping().group_labels())
         self.source = hub.source(plugin=NAME, metric=args.metric, address=args.prometheus_url, query=query,
                                  source_args=args.source, combine="sum")
         self.reader = MetricReader(hub, NAME, args.metric, self.source, args.policy, args.source)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Filter rejects only nodes without fresh data (``onMissing: filter``). Fresh data comes with a
+        metrics refresh, which is not a cluster event (the unschedulable queue's 5-minute flush retries
+        the pod); a new node is the one change of the cluster that may bring a node with data."""
+        return [ClusterEvent("Node", "Add")]
 
     # Filter only acts with ``policy.onMissing: filter``.
     def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
@@ -148,44 +198,69 @@ class NetworkTraffic:
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         reading = self.reader.read(nodes)
-        traffic = reading.values + reading.in_flight_sum(
-            np.full(len(reading.in_flight_pods), self._per_pod_estimate(reading, nodes)))
-        state.write(_STATE_KEY, (reading, traffic))
-        raw = np.where(reading.usable, np.nan_to_num(traffic), NO_DATA)
-        return np.rint(raw).astype(np.int64)
+        traffic, scale = self._traffic(reading, nodes)
+        state.write(_SCORE_KEY, _ScoreState(reading, traffic))
+        # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
+        cap = MAX_RAW_SCORE / scale
+        raw = np.clip(np.nan_to_num(traffic), -cap, cap) * scale
+        return np.where(reading.usable, np.rint(raw), NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
-        reading, traffic = state.read(_STATE_KEY)
-        return self.reader.apply_policy(normalize(traffic, reading.usable), reading)
+        score_state = _score_state(state)
+        reading = score_state.reading
+        return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
-    def _per_pod_estimate(self, reading: Reading, nodes: NodeBatch) -> float:
-        """Traffic one new pod is expected to add: the configured estimate, or the mean traffic
-        per running pod on the nodes with fresh data (each node counted as one pod of baseline)."""
-        if self.args.pod_traffic_estimate is not None:
-            return self.args.pod_traffic_estimate
+    def _traffic(self, reading: Reading, nodes: NodeBatch) -> tuple[np.ndarray, float]:
+        """Per node, (value + in-flight pods x per-pod estimate) / scale, and the scale: a power of two
+        near the largest fresh value or estimate, so no sum overflows whatever the metric says, and
+        every result is what the unscaled arithmetic gives (dividing by a power of two is exact).
+
+        The per-pod estimate is the configured one, or the mean traffic per running pod on the nodes
+        with fresh data, each node counted as one pod of baseline: sum(values) / (pods + nodes)."""
         usable = reading.usable
-        if not usable.any():
-            return 0.0
-        pods = nodes.requested("pods")[usable]
-        return float(reading.values[usable].sum() / (pods.sum() + usable.sum()))
+        fresh = reading.values[usable]
+        configured = self.args.pod_traffic_estimate
+        scale = _power_of_two_below(max(float(np.abs(fresh).max()) if len(fresh) else 0.0, configured or 0.0))
+        with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
+            if configured is not None:
+                per_pod = configured / scale
+            elif len(fresh):
+                per_pod = float((fresh / scale).sum() / (nodes.requested("pods")[usable].sum() + len(fresh)))
+            else:
+                per_pod = 0.0
+            traffic = reading.values / scale + reading.in_flight_sum(np.full(len(reading.in_flight_pods), per_pod))
+        return traffic, scale
 
 
 def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
-    """``100 - traffic * 100 / max`` over the usable nodes; 100 for all when the max is 0."""
+    """``100 - floor(traffic * 100 / max)`` over the usable nodes; 100 for all when the max is 0.
+
+    Infinite traffic counts as the largest float and negative traffic as 0 (it scores 100 either
+    way); values are divided by a power of two near the max first, so ``traffic * 100`` stays finite."""
     out = np.zeros(len(traffic), dtype=np.int64)
     if not usable.any():
         return out
-    values = np.where(usable, traffic, 0.0)
+    values = np.where(usable, np.nan_to_num(np.maximum(traffic, 0.0), nan=0.0, posinf=FLOAT_MAX), 0.0)
     highest = float(values.max())
     if highest <= 0:
         out[usable] = MAX_NODE_SCORE
         return out
-    out[:] = MAX_NODE_SCORE - np.floor(values * MAX_NODE_SCORE / highest).astype(np.int64)
+    scale = _power_of_two_below(highest)
+    with np.errstate(under="ignore"):
+        values = values / scale
+    out[:] = MAX_NODE_SCORE - np.floor(values * MAX_NODE_SCORE / (highest / scale)).astype(np.int64)
     return np.clip(out, 0, MAX_NODE_SCORE)
 
 
-def factory(args: NetworkTrafficArgs | None, handle: Any) -> NetworkTraffic:
-    return NetworkTraffic(args or NetworkTrafficArgs(), handle)
+def _power_of_two_below(value: float) -> float:
+    """The largest power of two not above ``value`` (at least 1): dividing by it is exact."""
+    if not value > 1.0:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(min(value, FLOAT_MAX))[1] - 1)
+
+
+def factory(args: NetworkTrafficArgs | None, handle: Handle) -> NetworkTraffic:
+    return NetworkTraffic(args if args is not None else NetworkTrafficArgs(), handle)
 
 
 def register(registry: PluginRegistry) -> None:

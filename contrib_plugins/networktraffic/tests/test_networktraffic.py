@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 import collections
 import re
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import requests
 import scorer_networktraffic
+import yaml
 from scorer_networktraffic import NAME, NetworkTraffic, NetworkTrafficArgs
-from scorer_networktraffic.plugin import METRICS
+from scorer_networktraffic.plugin import MAX_RAW_SCORE, METRICS, factory, normalize
 
 from scorer.assembly import assemble
+from scorer.cli import main
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError, PluginError
 from scorer.framework import Code
+from scorer.framework.events import ClusterEvent, matches
 from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
@@ -181,6 +186,54 @@ def test_filter(values, args, feasible, rejected, scores):
     assert {n: s.reasons for n, s in got.items()} == {n: (r,) for n, r in rejected.items()}
     assert all(s.code == Code.UNSCHEDULABLE and s.plugin == NAME for s in got.values())
     assert result.scores == scores
+
+
+# -- extreme values --------------------------------------------------------------------------------
+
+BIG = 1.7e308  # near the float maximum (1.797e308): a broken exporter, or a query gone wrong
+
+
+@pytest.mark.parametrize(
+    ("values", "args", "placements", "raw", "scores"),
+    [
+        pytest.param(  # 1e308 / 1.7e308 = 0.588 -> 100 - 58; the small values keep their 100
+            {"a": 1e308, "b": BIG, "c": 100, "d": 0}, None, [],
+            {"a": MAX_RAW_SCORE, "b": MAX_RAW_SCORE, "c": 100, "d": 0}, {"a": 42, "b": 0, "c": 100, "d": 100},
+            id="near-float-max"),
+        # auto estimate (1e308 + 1.7e308 + 100) / (0 pods + 4 nodes) = 6.75e307 per pod: a 3.025e308 would
+        # overflow unscaled; b 1.7 / 3.025 = 0.562 -> 44, c 0.675 / 3.025 = 0.223 -> 78
+        pytest.param(
+            {"a": 1e308, "b": BIG, "c": 100, "d": 0}, None, [("a", 0), ("a", 0), ("a", 0), ("c", 0)],
+            {"a": MAX_RAW_SCORE, "b": MAX_RAW_SCORE, "c": MAX_RAW_SCORE, "d": 0},
+            {"a": 0, "b": 44, "c": 78, "d": 100}, id="near-float-max-in-flight"),
+        pytest.param(
+            {"a": 1e300, "b": 1e300, "c": 1e-300, "d": 5e-324}, {"podTrafficEstimate": 1e12}, [("d", 0)],
+            {"a": MAX_RAW_SCORE, "b": MAX_RAW_SCORE, "c": 0, "d": 1_000_000_000_000},
+            {"a": 0, "b": 0, "c": 100, "d": 100}, id="tiny-and-huge"),
+        pytest.param(  # a negative rate (a custom query) scores as no traffic
+            {"a": -BIG, "b": 400, "c": 100, "d": 0}, None, [],
+            {"a": -MAX_RAW_SCORE, "b": 400, "c": 100, "d": 0}, {"a": 100, "b": 0, "c": 75, "d": 100},
+            id="negative"),
+    ],
+)
+def test_extreme_values_never_overflow(values, args, placements, raw, scores):
+    plugin, hub = build(values, args)
+    for i, (node, age) in enumerate(placements):
+        hub.in_flight.placed(make_pod(f"placed-{i}"), node, at=hub.clock() - age)
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        result = run_plugin(plugin, make_pod("p"), NODES)
+    assert result.error is None
+    assert result.raw_scores == raw
+    assert result.scores == scores
+
+
+def test_normalize_takes_infinite_and_nan_traffic():
+    traffic = np.array([np.inf, 1e308, 1.0, np.nan, -np.inf])
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        scores = normalize(traffic, np.array([True, True, True, True, True]))
+    assert scores.tolist() == [0, 45, 100, 100, 100]  # inf counts as 1.797e308: 1e308 / 1.797e308 = 0.556
 
 
 # -- a real PrometheusSource: warm-up, failed fetches, empty results --------------------------------
@@ -476,6 +529,22 @@ PATH = "profiles[0].pluginConfig[0].args"
         ({"ip": "10.0.0.4:9090", "podTrafficEstimate": -5},
          [("ip", "'10.0.0.4:9090' is not a URL; expected http://host:port or https://host:port"),
           ("podTrafficEstimate", "must not be negative")]),
+        ({"podTrafficEstimate": float("inf")}, [("podTrafficEstimate", "must be a finite number, got inf")]),
+        ({"podTrafficEstimate": float("nan")}, [("podTrafficEstimate", "must be a finite number, got nan")]),
+        ({"podTrafficEstimate": 1e308},
+         [("podTrafficEstimate", "must be at most 1e+12 (bytes/s per pod), got 1e+308")]),
+        ({"query": "sum by ({by}) (rate(x[{rnage}]))"},
+         [("query", "unknown placeholder '{rnage}' (supported: {by}, {device}, {range})")]),
+        ({"query": 'sum by ({by}) (rate(x{device=~"{device}"[{range}]))'},
+         [("query", 'unbalanced "{" at character 22')]),
+        ({"source": {"caFile": "/nonexistent/ca.pem"}},
+         [("source.caFile", "file '/nonexistent/ca.pem' does not exist")]),
+        ({"policy": {"inFlight": {"settleTime": "10m"}}},
+         [("policy.inFlight.settleTime", "must not be longer than ttl (5m0s): a placement would be forgotten "
+                                         "before its load is expected to show in the metric")]),
+        ({"source": {"refreshInterval": "1m"}, "policy": {"maxAge": "30s"}},
+         [("policy.maxAge", "must be at least source.refreshInterval (1m0s): every value would go stale "
+                            "between two refreshes")]),
     ],
 )
 def test_invalid_args_name_the_field(args, errors):
@@ -500,6 +569,19 @@ def test_invalid_args_converter_errors(args, path):
     assert [p for p, _ in info.value.errors] == [f"{PATH}.{path}"]
 
 
+def test_config_validate_reports_missing_tls_files(tmp_path, capsys):
+    # The README promises it: a file that does not exist is an error of the configuration, with its path.
+    token = tmp_path / "token"
+    token.write_text("secret")
+    source = {"caFile": str(tmp_path / "ca.pem"), "bearerTokenFile": str(token)}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config(profile({"address": "https://prom.test:9090", "source": source}))))
+    assert main(["config", "validate", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert f"{PATH}.source.caFile: file {str(tmp_path / 'ca.pem')!r} does not exist" in err
+    assert "bearerTokenFile" not in err
+
+
 def test_no_address_and_no_snapshot_fails_to_build():
     with pytest.raises(ValueError, match=r"^args\.address: Required value"):
         NetworkTraffic(args_from(None), make_handle())
@@ -509,6 +591,33 @@ def test_no_address_and_no_snapshot_fails_to_build():
     asm = assemble(config(profile()), InMemoryCluster([], [], []), registry=registry(),
                    metrics_snapshot=MetricsSnapshot({METRIC: {}}))
     assert list(asm.sources.sources) == [METRIC]
+
+
+# -- requeue events --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "interested"),
+    [
+        (ClusterEvent("Node", "Add"), True),  # a new node may come with fresh data
+        (ClusterEvent("Node", "UpdateNodeLabel"), False),  # nothing the plugin reads
+        (ClusterEvent("Node", "UpdateNodeAllocatable"), False),
+        (ClusterEvent("AssignedPod", "Add"), False),
+        (ClusterEvent("AssignedPod", "Delete"), False),  # traffic data does not depend on other pods' objects
+    ],
+)
+def test_events_to_register(event, interested):
+    plugin = factory(args_from({"policy": {"onMissing": "filter"}}), make_handle(make_source_hub({METRIC: {}})))
+    assert any(matches(r, event) for r in plugin.events_to_register()) is interested
+
+
+def test_snapshot_nodes_that_match_no_node_are_reported():
+    snapshot = MetricsSnapshot({METRIC: {"a": (100.0, 0.0), "ghost": (5.0, 0.0)}}, "traffic.yaml")
+    report = simulate(LoadedObjects(pods=[make_pod("p")], nodes=ABC), config(profile()), registry=registry(),
+                      autoload=False, metrics_snapshot=snapshot)
+    assert report.placed == 1
+    assert f"traffic.yaml: metric {METRIC!r}: 1 of 2 node name(s) match no node of the cluster ('ghost'); " \
+           "their values are unused" in report.warnings
 
 
 # -- source sharing --------------------------------------------------------------------------------
