@@ -7,13 +7,13 @@ from test_config_catalog import make_catalog
 
 from scorer.config import load_config, structure, unstructure
 from scorer.errors import ConfigError
-from scorer.plugins.noderesources.args import (
+from scorer.plugins.noderesources.fit import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
-    ResourceSpec,
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from scorer.plugins.noderesources.resources import ResourceSpec
 
 CPU_MEMORY = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 SUPPORTED = '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'

@@ -18,7 +18,7 @@ from scorer.config import (
     resolve_profile,
 )
 from scorer.errors import ConfigError
-from scorer.plugins.noderesources.args import NodeResourcesFitArgs
+from scorer.plugins.noderesources.fit import NodeResourcesFitArgs
 
 # Fake plugins: A filter+score, B filter, C score, D preFilter+filter+score, X filter.
 CATALOG = make_catalog(

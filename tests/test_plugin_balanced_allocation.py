@@ -12,11 +12,11 @@ from scorer.errors import ConfigError
 from scorer.framework import CycleState, NodeBatch
 from scorer.framework.catalog import PluginRegistry
 from scorer.plugins.noderesources import balanced_allocation
-from scorer.plugins.noderesources.args import ResourceSpec
 from scorer.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
+from scorer.plugins.noderesources.resources import ResourceSpec
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 
