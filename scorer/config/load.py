@@ -718,11 +718,14 @@ class _Decoder:
                 continue
             entry_path = f"{path}.pluginConfig[{j}]"
             _, cls = LEGACY_ARGS[entry.name]
+            known_errors = len(self.errors)
             args = structure_into(
                 cls, entry.args, f"{entry_path}.args", self.errors, kind=f"{entry.name}Args"
             )
             if isinstance(args, RequestedToCapacityRatioArgs):
                 self._check_legacy_shape(f"{entry_path}.args", scoring_strategy(entry.name, args))
+            if len(self.errors) > known_errors:
+                args = None  # reported where the user wrote it, not again as NodeResourcesFit's
             if chosen is None or entry.name != chosen.name:
                 self.warn(
                     f'{entry_path}: args of "{entry.name}" ignored: '
