@@ -35,6 +35,39 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 DEFAULT_IMAGE_TAG = "latest"
 
 
+class ImageLocality:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._index: _ImageIndex | None = None
+
+    def _images(self, table: NodeTable) -> _ImageIndex:
+        index = self._index
+        if index is None or not index.still_valid(table):
+            index = self._index = _ImageIndex(table)
+        return index
+
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        table = nodes.table
+        index = self._images(table)
+        total_nodes = len(table)
+        containers = (*pod.init_containers, *pod.containers)
+        # Sums at or above the top threshold all score 100: saturating there keeps
+        # huge image sizes from overflowing int64 without changing any score.
+        ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
+        sums = np.zeros(total_nodes, dtype=np.int64)
+        for container in containers:
+            name = normalized_image_name(container.image)
+            rows = index.rows_of.get(name)
+            if rows is None:
+                continue
+            # kube's scaledImageScore, in the same float64 operations.
+            spread = float(len(rows)) / float(total_nodes)
+            scaled = min(int(float(index.sizes[name]) * spread), ceiling)
+            sums[rows] = np.minimum(sums[rows] + scaled, ceiling)
+        return calculate_priority(sums[nodes.rows], len(containers))
+
+
 def normalized_image_name(name: str) -> str:
     """Append ``:latest`` when the name has no tag (no ``:`` after the last ``/``)."""
     if name.rfind(":") <= name.rfind("/"):
@@ -84,39 +117,6 @@ class _ImageIndex:
                 return False
             self.version = table.version
         return True
-
-
-class ImageLocality:
-    name = NAME
-
-    def __init__(self) -> None:
-        self._index: _ImageIndex | None = None
-
-    def _images(self, table: NodeTable) -> _ImageIndex:
-        index = self._index
-        if index is None or not index.still_valid(table):
-            index = self._index = _ImageIndex(table)
-        return index
-
-    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
-        table = nodes.table
-        index = self._images(table)
-        total_nodes = len(table)
-        containers = (*pod.init_containers, *pod.containers)
-        # Sums at or above the top threshold all score 100: saturating there keeps
-        # huge image sizes from overflowing int64 without changing any score.
-        ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
-        sums = np.zeros(total_nodes, dtype=np.int64)
-        for container in containers:
-            name = normalized_image_name(container.image)
-            rows = index.rows_of.get(name)
-            if rows is None:
-                continue
-            # kube's scaledImageScore, in the same float64 operations.
-            spread = float(len(rows)) / float(total_nodes)
-            scaled = min(int(float(index.sizes[name]) * spread), ceiling)
-            sums[rows] = np.minimum(sums[rows] + scaled, ceiling)
-        return calculate_priority(sums[nodes.rows], len(containers))
 
 
 def factory(args: None, handle: Handle) -> ImageLocality:
