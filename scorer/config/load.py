@@ -3,8 +3,12 @@
 Order, as in kube-scheduler: strict decode (unknown fields, duplicate keys,
 wrong types, fields of another API version), then defaulting (top-level
 values, plugin sets merged with the version's defaults, pluginConfig args
-converted and default args appended), then validation. Every problem of a
-phase is collected and raised as one ConfigError with kube-style paths.
+converted and default args appended), then validation. Every problem of
+every phase is collected and raised as one ConfigError with kube-style
+paths: the top level and each profile are decoded on their own, and a
+profile that cannot be decoded is left out of the later phases while the
+others go through them. ``load_and_resolve`` adds the resolution of the
+profiles against the catalog (``scorer.config.resolve``) to the same pass.
 """
 
 from __future__ import annotations
