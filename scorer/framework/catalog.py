@@ -15,24 +15,7 @@ from typing import Any
 import attrs
 
 from scorer.errors import PluginError
-from scorer.framework.interface import (
-    BatchFilterPlugin,
-    BatchScorePlugin,
-    BindPlugin,
-    EnqueueExtensions,
-    NodeFilterPlugin,
-    NodeScorePlugin,
-    PermitPlugin,
-    PostBindPlugin,
-    PostFilterPlugin,
-    PreBindPlugin,
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    PreScorePlugin,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScoreExtensions,
-)
+from scorer.framework import interface
 
 # Extension point keys as they appear in KubeSchedulerConfiguration ``plugins``.
 EXTENSION_POINTS: tuple[str, ...] = (
@@ -74,21 +57,21 @@ class PluginInfo:
 # implements a point through one of them: Filter and Score have a vectorized and a
 # per-node form.
 POINT_PROTOCOLS: dict[str, tuple[type, ...]] = {
-    "preEnqueue": (PreEnqueuePlugin,),
-    "queueSort": (QueueSortPlugin,),
-    "preFilter": (PreFilterPlugin,),
-    "filter": (BatchFilterPlugin, NodeFilterPlugin),
-    "postFilter": (PostFilterPlugin,),
-    "preScore": (PreScorePlugin,),
-    "score": (BatchScorePlugin, NodeScorePlugin),
-    "reserve": (ReservePlugin,),
-    "permit": (PermitPlugin,),
-    "preBind": (PreBindPlugin,),
-    "bind": (BindPlugin,),
-    "postBind": (PostBindPlugin,),
+    "preEnqueue": (interface.PreEnqueuePlugin,),
+    "queueSort": (interface.QueueSortPlugin,),
+    "preFilter": (interface.PreFilterPlugin,),
+    "filter": (interface.BatchFilterPlugin, interface.NodeFilterPlugin),
+    "postFilter": (interface.PostFilterPlugin,),
+    "preScore": (interface.PreScorePlugin,),
+    "score": (interface.BatchScorePlugin, interface.NodeScorePlugin),
+    "reserve": (interface.ReservePlugin,),
+    "permit": (interface.PermitPlugin,),
+    "preBind": (interface.PreBindPlugin,),
+    "bind": (interface.BindPlugin,),
+    "postBind": (interface.PostBindPlugin,),
 }
 # Protocols a plugin may add to the points it implements.
-OPTIONAL_PROTOCOLS: tuple[type, ...] = (ScoreExtensions, EnqueueExtensions)
+OPTIONAL_PROTOCOLS: tuple[type, ...] = (interface.ScoreExtensions, interface.EnqueueExtensions)
 
 
 def protocol_methods(protocol: type) -> tuple[str, ...]:
