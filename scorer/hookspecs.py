@@ -33,7 +33,8 @@ def scorer_register_plugins(registry: PluginRegistry) -> None:
     Params: ``registry`` -- call ``registry.register(NAME, factory,
     args_type=NameArgs, plugin_type=Name)`` once per plugin (``plugin_type``,
     the plugin's class, tells which extension points it implements before it
-    is built). ``factory(args, handle)`` builds
+    is built; it is checked against the Protocol of each of them in
+    ``scorer.framework.interface``). ``factory(args, handle)`` builds
     the plugin when a profile enables it; ``args`` is an instance of
     ``args_type`` converted strictly from ``pluginConfig[].args`` (None when
     the plugin has no args type); ``handle`` gives access to the cluster

@@ -16,7 +16,6 @@ import pluggy
 
 import scorer
 from scorer import hookspecs
-from scorer import plugins as builtins
 from scorer.framework.catalog import (
     EXTENSION_POINTS,
     POINT_METHODS,
@@ -25,6 +24,19 @@ from scorer.framework.catalog import (
     PluginRegistry,
     extension_points_of,
 )
+from scorer.hookspecs import hookimpl
+from scorer.plugins import (
+    defaultbinder,
+    imagelocality,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    nodeunschedulable,
+    queuesort,
+    schedulinggates,
+    tainttoleration,
+)
+from scorer.plugins.noderesources import balanced_allocation, fit
 
 __all__ = [
     "AUTOLOAD_ENV",
@@ -40,6 +52,30 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "scorer"
 AUTOLOAD_ENV = "SCORER_DISABLE_PLUGIN_AUTOLOAD"
+
+# The built-in plugin modules, in kube-scheduler's default order (§2.1).
+BUILTIN_PLUGINS = (
+    schedulinggates,
+    queuesort,
+    nodeunschedulable,
+    nodename,
+    tainttoleration,
+    nodeaffinity,
+    nodeports,
+    fit,
+    balanced_allocation,
+    imagelocality,
+    defaultbinder,
+)
+
+
+class _Builtins:
+    """scorer's own hook implementation: registers the built-in plugins."""
+
+    @hookimpl
+    def scorer_register_plugins(self, registry: PluginRegistry) -> None:
+        for module in BUILTIN_PLUGINS:
+            module.register(registry)
 
 
 def build_registry(
@@ -65,7 +101,7 @@ def build_registry(
     registry = PluginRegistry()
     sources: dict[str, tuple[str, str]] = {}
 
-    pm.register(builtins, name="scorer.builtins")
+    pm.register(_Builtins(), name="scorer.builtins")
     sources["scorer.builtins"] = ("scorer", scorer.__version__)
     for i, module in enumerate(modules):
         name = getattr(module, "__name__", f"module-{i}")

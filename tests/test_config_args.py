@@ -7,13 +7,13 @@ from test_config_catalog import make_catalog
 
 from scorer.config import load_config, structure, unstructure
 from scorer.errors import ConfigError
-from scorer.plugins.noderesources.args import (
+from scorer.plugins.noderesources.fit import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
-    ResourceSpec,
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from scorer.plugins.noderesources.resources import ResourceSpec
 
 CPU_MEMORY = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 SUPPORTED = '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
@@ -328,4 +328,49 @@ def test_validated_when_the_config_is_loaded_with_the_full_path():
     assert (
         "profiles[0].pluginConfig[1].args.scoringStrategy.resources[0].weight: must be in 1..100"
         in str(info.value)
+    )
+
+
+def v1beta1_ratio_config(args: dict) -> dict:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1beta1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {"score": {"enabled": [{"name": "RequestedToCapacityRatio", "weight": 2}]}},
+                "pluginConfig": [{"name": "RequestedToCapacityRatio", "args": args}],
+            }
+        ],
+    }
+
+
+def test_v1beta1_shape_is_checked_by_fit_args_at_the_path_written():
+    # The configuration has no shape rules of its own: NodeResourcesFit's args type (from the
+    # catalog) checks the shape it becomes, and errors point at the v1beta1 args.
+    args = {"shape": [{"utilization": 50, "score": 11}, {"utilization": 40, "score": 1}],
+            "resources": [{"name": "cpu", "weight": 101}]}
+    with pytest.raises(ConfigError) as info:
+        load_config(v1beta1_ratio_config(args), make_catalog())
+    assert info.value.errors == [
+        ("profiles[0].pluginConfig[0].args.resources[0].weight", "must be in 1..100"),
+        (
+            "profiles[0].pluginConfig[0].args.shape[1].utilization",
+            "utilization values must be sorted in increasing order",
+        ),
+        ("profiles[0].pluginConfig[0].args.shape[0].score", "not in valid range [0, 10]"),
+    ]
+    with pytest.raises(ConfigError) as info:
+        load_config(v1beta1_ratio_config({"shape": []}), make_catalog())
+    assert info.value.errors == [
+        ("profiles[0].pluginConfig[0].args.shape", "Required value: at least one point must be specified")
+    ]
+
+
+def test_v1beta1_valid_shape_becomes_the_fit_strategy():
+    args = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+    loaded = load_config(v1beta1_ratio_config(args), make_catalog())
+    strategy = loaded.profiles[0].args_for("NodeResourcesFit").scoring_strategy
+    assert strategy.requested_to_capacity_ratio == RequestedToCapacityRatioParam(
+        (UtilizationShapePoint(0, 0), UtilizationShapePoint(100, 10))
     )

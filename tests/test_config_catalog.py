@@ -13,7 +13,7 @@ import attrs
 
 from scorer.config import unstructure
 from scorer.framework.catalog import PluginInfo
-from scorer.plugins.noderesources.args import NodeResourcesFitArgs
+from scorer.plugins.noderesources.fit import NodeResourcesFitArgs
 
 
 @attrs.frozen(slots=True)

@@ -20,7 +20,7 @@ from scorer.config import (
     resolve_config,
 )
 from scorer.config.defaults import default_plugins
-from scorer.plugins.noderesources.args import NodeResourcesFitArgs
+from scorer.plugins.noderesources.fit import NodeResourcesFitArgs
 
 V1_MULTI_POINT = [
     ("SchedulingGates", None),

@@ -25,13 +25,13 @@ from scorer.config import (
     merge_plugin_set,
 )
 from scorer.errors import ConfigError
-from scorer.plugins.noderesources.args import (
+from scorer.plugins.noderesources.fit import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
-    ResourceSpec,
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from scorer.plugins.noderesources.resources import ResourceSpec
 
 CATALOG = make_catalog()
 KIND = "KubeSchedulerConfiguration"

@@ -13,12 +13,13 @@ from scorer.config import (
     Plugins,
     PluginSet,
     Profile,
+    load_and_resolve,
     load_config,
     resolve_config,
     resolve_profile,
 )
 from scorer.errors import ConfigError
-from scorer.plugins.noderesources.args import NodeResourcesFitArgs
+from scorer.plugins.noderesources.fit import NodeResourcesFitArgs
 
 # Fake plugins: A filter+score, B filter, C score, D preFilter+filter+score, X filter.
 CATALOG = make_catalog(
@@ -480,3 +481,78 @@ def test_weight_overflow_and_negative_weights():
     )
     assert resolved.weights == {"C": -2}
     assert resolved.warnings == ('score plugin "C" has a negative weight (-2)',)
+
+
+# -- every error in one pass (load_and_resolve) ---------------------------------------------
+
+
+def profile_with(name: str, plugins: dict, **fields) -> dict:
+    multi = {"enabled": [*BASE, *plugins.pop("multi", [])], "disabled": [{"name": "*"}]}
+    return {"schedulerName": name, "plugins": {"multiPoint": multi, **plugins}, **fields}
+
+
+ONE_ERROR_OF_EACH_STAGE = {
+    "apiVersion": V1,
+    "kind": "KubeSchedulerConfiguration",
+    "podInitialBackoffSeconds": 5,
+    "podMaxBackoffSeconds": 2,  # validation of the defaulted top level
+    "profiles": [
+        # decoding: a string where an int belongs; its resolve error below is not reached
+        profile_with("broken", {"filter": {"enabled": [{"name": "C"}]}}, percentageOfNodesToScore="x"),
+        # plugin args: converted and validated while defaulting
+        profile_with(
+            "args",
+            {"multi": [{"name": "NodeResourcesFit"}]},
+            pluginConfig=[{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "Bogus"}}}],
+        ),
+        # resolution against the catalog: C is a score plugin
+        profile_with("resolve", {"filter": {"enabled": [{"name": "C"}]}}),
+        profile_with("fine", {}),
+    ],
+}
+
+
+def test_every_stage_reports_in_one_error():
+    with pytest.raises(ConfigError) as info:
+        load_and_resolve(ONE_ERROR_OF_EACH_STAGE, CATALOG)
+    errors = dict(info.value.errors)
+    assert list(errors) == [
+        "profiles[0].percentageOfNodesToScore",  # decoding
+        "profiles[1].pluginConfig[0].args.scoringStrategy.type",  # plugin args
+        "podMaxBackoffSeconds",  # validation
+        "profiles[2].plugins.filter.enabled[0].name",  # resolution
+    ]
+    assert errors["profiles[0].percentageOfNodesToScore"].startswith("expected an integer")
+    assert errors["profiles[1].pluginConfig[0].args.scoringStrategy.type"].startswith('Unsupported value: "Bogus"')
+    assert errors["podMaxBackoffSeconds"] == "must be greater than or equal to PodInitialBackoffSeconds"
+    assert errors["profiles[2].plugins.filter.enabled[0].name"] == (
+        'plugin "C" does not implement filter (it implements: score)'
+    )
+    assert info.value.source == "<mapping>"
+
+
+def test_load_config_reports_decoding_and_validation_together():
+    with pytest.raises(ConfigError) as info:
+        load_config(ONE_ERROR_OF_EACH_STAGE, CATALOG)
+    assert [path for path, _ in info.value.errors] == [
+        "profiles[0].percentageOfNodesToScore",
+        "profiles[1].pluginConfig[0].args.scoringStrategy.type",
+        "podMaxBackoffSeconds",
+    ]
+
+
+def test_a_broken_top_level_field_does_not_hide_the_profiles():
+    data = {**ONE_ERROR_OF_EACH_STAGE, "parallelism": "many", "profiles": ONE_ERROR_OF_EACH_STAGE["profiles"][2:]}
+    with pytest.raises(ConfigError) as info:
+        load_and_resolve(data, CATALOG)
+    assert [path for path, _ in info.value.errors] == [
+        "parallelism",
+        "profiles[0].plugins.filter.enabled[0].name",
+    ]
+
+
+def test_load_and_resolve_returns_what_load_and_resolve_give():
+    data = {"apiVersion": V1, "kind": "KubeSchedulerConfiguration", "profiles": [profile_with("fine", {})]}
+    config, resolved = load_and_resolve(data, CATALOG)
+    assert config == load_config(data, CATALOG)
+    assert resolved == resolve_config(config, CATALOG)

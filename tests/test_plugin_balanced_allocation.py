@@ -4,6 +4,8 @@ Expected values are worked out by hand; float64 effects are spelled out."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -12,11 +14,11 @@ from scorer.errors import ConfigError
 from scorer.framework import CycleState, NodeBatch
 from scorer.framework.catalog import PluginRegistry
 from scorer.plugins.noderesources import balanced_allocation
-from scorer.plugins.noderesources.args import ResourceSpec
 from scorer.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
+from scorer.plugins.noderesources.resources import ResourceSpec
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 
@@ -136,6 +138,31 @@ def test_score_without_pre_score():
     scores = plugin.score_batch(CycleState(), make_pod("p", cpu="2", memory="2Gi"), batch)
     assert scores.dtype == np.int64
     assert scores.tolist() == [87]  # 0.5 vs 0.25
+
+
+def test_huge_requests_saturate_without_numpy_warnings():
+    # a: memory 7Ei used + 6Ei wanted exceeds int64: the fraction is 1 (capped), never a wrapped
+    # negative; cpu 1/4 -> |0.25 - 1| / 2 = 0.375 -> 62. b: memory 6Ei/7Ei, as float64.
+    nodes = [make_node("a", cpu="4", memory="7Ei"), make_node("b", cpu="4", memory="7Ei")]
+    existing = [make_pod("e", cpu="0", memory="7Ei", node_name="a")]
+    pod = make_pod("p", cpu="1", memory="6Ei")
+    cache = make_cache(nodes, existing)
+    batch = NodeBatch(cache.table, cache.table.rows())
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        scores = balanced("cpu", "memory").score_batch(CycleState(), pod, batch)
+    b_memory = float(6 * 2**60) / float(7 * 2**60)
+    assert scores.tolist() == [62, int((1 - abs((0.25 - b_memory) / 2)) * 100)]
+
+
+def test_nodes_without_a_resource_leave_it_out():
+    # b has no allocatable memory column value (0): only cpu counts there -> std 0 -> 100.
+    cache = make_cache([make_node("a", cpu="4", memory="8Gi"), make_node("b", cpu="4", memory="0")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        scores = balanced("cpu", "memory").score_batch(CycleState(), make_pod("p", cpu="2", memory="2Gi"), batch)
+    assert scores.tolist() == [87, 100]
 
 
 def test_args_defaults():

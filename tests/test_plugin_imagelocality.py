@@ -3,7 +3,10 @@ with expected values worked out by hand from kube's formulas."""
 
 from __future__ import annotations
 
+import warnings
+
 import attrs
+import numpy as np
 import pytest
 
 from scorer.framework import CycleState, NodeBatch
@@ -71,6 +74,15 @@ def test_clamped_to_max_threshold():
     # 1 container, image of 3000 MiB on every node: scaled 3000 MiB > 1000 MiB -> 100.
     nodes = [node(n, (["big:1"], 3000 * MB)) for n in ("a", "b")]
     assert run_plugin(ImageLocality(), pod("big:1"), nodes).raw_scores == {"a": 100, "b": 100}
+
+
+def test_huge_images_saturate_instead_of_overflowing():
+    # Two images of 2**62 bytes each: their sum is beyond int64 (it used to wrap negative and
+    # score 0); it is far above the top threshold, so the node scores 100, without a numpy warning.
+    nodes = [node("a", (["big:1"], 2**62), (["big:2"], 2**62)), node("b", (["big:1"], 2**62), (["big:2"], 2**62))]
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        assert run_plugin(ImageLocality(), pod("big:1", "big:2"), nodes).raw_scores == {"a": 100, "b": 100}
 
 
 def test_spread_is_computed_first_as_in_go():

@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from pluginkit import requeues
 
 from scorer.config.convert import structure
 from scorer.errors import ConfigError
 from scorer.framework import Code, CycleState, NodeBatch, PreFilterResult, Status
 from scorer.framework.catalog import PluginRegistry
+from scorer.framework.events import ClusterEvent
 from scorer.model import NodeAffinity as NodeAffinitySpec
 from scorer.model import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from scorer.plugins import nodeaffinity
@@ -355,3 +357,12 @@ def test_registration():
     assert info.extension_points == frozenset({"preFilter", "filter", "preScore", "score"})
     assert info.args_type is NodeAffinityArgs
     assert info.factory(None, None).added_required is None
+
+
+def test_events_to_register():
+    plugin = NodeAffinity(NodeAffinityArgs())
+    assert plugin.events_to_register() == [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeLabel")]
+    assert requeues(plugin, ClusterEvent("Node", "UpdateNodeLabel"))
+    assert requeues(plugin, ClusterEvent("Node", "Update"))
+    assert not requeues(plugin, ClusterEvent("Node", "UpdateNodeTaint"))
+    assert not requeues(plugin, ClusterEvent("AssignedPod", "Delete"))

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pluginkit import requeues
 
 from scorer.framework import Code, CycleState, NodeBatch, Status
 from scorer.framework.catalog import PluginRegistry
+from scorer.framework.events import ClusterEvent
 from scorer.plugins import nodeports
 from scorer.plugins.nodeports import ERR_REASON, NodePorts
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
@@ -121,3 +123,12 @@ def test_registration():
     info = registry.plugins["NodePorts"]
     assert info.extension_points == frozenset({"preFilter", "filter"})
     assert info.args_type is None
+
+
+def test_events_to_register():
+    plugin = NodePorts()
+    assert plugin.events_to_register() == [ClusterEvent("AssignedPod", "Delete"), ClusterEvent("Node", "Add")]
+    assert requeues(plugin, ClusterEvent("AssignedPod", "Delete"))  # its ports are free again
+    assert requeues(plugin, ClusterEvent("Node", "Add"))
+    assert not requeues(plugin, ClusterEvent("AssignedPod", "Add"))
+    assert not requeues(plugin, ClusterEvent("Node", "UpdateNodeLabel"))

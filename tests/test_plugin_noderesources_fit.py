@@ -3,18 +3,25 @@ expected values worked out by hand from kube-scheduler's integer formulas."""
 
 from __future__ import annotations
 
-import pytest
+import warnings
 
-from scorer.framework import Code
-from scorer.plugins.noderesources.args import (
+import numpy as np
+import pytest
+from pluginkit import requeues
+
+from scorer.framework import Code, CycleState, NodeBatch
+from scorer.framework.catalog import PluginRegistry
+from scorer.framework.events import ClusterEvent
+from scorer.plugins.noderesources import fit as fit_module
+from scorer.plugins.noderesources.fit import (
+    NodeResourcesFit,
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
-    ResourceSpec,
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from scorer.plugins.noderesources.fit import NodeResourcesFit
-from scorer.testing import make_node, make_pod, run_plugin
+from scorer.plugins.noderesources.resources import ResourceSpec, is_scalar_resource, scaled_ratio
+from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 
 def fit(strategy="LeastAllocated", resources=(("cpu", 1), ("memory", 1)), shape=None, **kw):
@@ -121,8 +128,6 @@ def test_requested_to_capacity_ratio_skips_zero_scores_and_rounds_half_up():
 def test_broken_linear_between_points():
     # Shape (0,0) (50,10) (100,0) -> scaled (0,0) (50,100) (100,0). u=75: 100 + (0-100)*(75-50)/50 = 50.
     plugin = fit("RequestedToCapacityRatio", resources=(("cpu", 1),), shape=((0, 0), (50, 10), (100, 0)))
-    import numpy as np
-
     assert plugin._broken_linear(np.array([0, 25, 50, 75, 100, 120])).tolist() == [0, 50, 100, 50, 0, 0]
 
 
@@ -146,3 +151,121 @@ def test_scores_stay_in_range_when_overcommitted(strategy):
     plugin = fit(strategy)
     run = run_plugin(plugin, make_pod("p", cpu="0", memory="0"), nodes, pods=existing)
     assert all(0 <= s <= 100 for s in run.raw_scores.values())
+
+
+# -- resources kube scores, and the scalar ones ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "scalar"),
+    [
+        ("example.com/gpu", True),  # extended
+        ("hugepages-2Mi", True),
+        ("attachable-volumes-aws-ebs", True),
+        ("kubernetes.io/batch-cpu", True),  # prefixed native
+        ("cpu", False),
+        ("pods", False),
+        ("foo", False),  # unprefixed and unknown
+        ("requests.example.com/gpu", False),
+    ],
+)
+def test_is_scalar_resource_has_kubes_meaning(name, scalar):
+    assert is_scalar_resource(name) is scalar
+
+
+def test_pods_and_unknown_names_in_the_strategy_are_not_scored():
+    # kube's calculateResourceAllocatableRequest returns (0, 0) for them: only cpu counts.
+    nodes = [make_node("a", cpu="4", pods=10), make_node("b", cpu="8", pods=10)]
+    plugin = fit(resources=(("cpu", 1), ("pods", 5), ("foo", 5)))
+    run = run_plugin(plugin, make_pod("p", cpu="1", requests={"foo": "1"}), nodes)
+    assert run.raw_scores == {"a": 75, "b": 87}
+
+
+def test_only_extended_resources_can_be_ignored():
+    nodes = [make_node("n"), make_node("m")]
+    pod = make_pod("p", requests={"hugepages-2Mi": "2Mi", "example.com/foo": "1"})
+    run = run_plugin(fit(ignored_resources=("hugepages-2Mi", "example.com/foo")), pod, nodes)
+    assert run.filter["n"].reasons == ("Insufficient hugepages-2Mi",)
+    run = run_plugin(fit(ignored_resource_groups=("hugepages-2Mi",)), pod, nodes)
+    assert run.filter["n"].reasons == ("Insufficient example.com/foo", "Insufficient hugepages-2Mi")
+
+
+# -- huge values: exact integer ratios, no overflow, no numpy warning ----------------------
+
+EI = 2**60
+
+
+def strict_run(plugin, pod, nodes, pods=()):
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        return run_plugin(plugin, pod, nodes, pods=pods)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        # memory (7Ei - 3Ei - 1Ei) * 100 // 7Ei = 42 (the product is beyond int64), cpu 75 -> 58.
+        ("LeastAllocated", {"a": (75 + 3 * 100 // 7) // 2}),
+        # memory 4Ei * 100 // 7Ei = 57, cpu 25 -> 41.
+        ("MostAllocated", {"a": (25 + 4 * 100 // 7) // 2}),
+    ],
+)
+def test_exact_scores_with_huge_allocatable(strategy, expected):
+    nodes = [make_node("a", cpu="4", memory="7Ei"), make_node("b", cpu="4", memory="1Gi")]
+    existing = [make_pod("e", cpu="0", memory="3Ei", node_name="a")]
+    run = strict_run(fit(strategy), make_pod("p", cpu="1", memory="1Ei"), nodes, pods=existing)
+    assert run.feasible == ["a"]
+    assert run.raw_scores == expected
+    assert run.error is None
+
+
+@pytest.mark.parametrize(
+    ("strategy", "memory_score"), [("LeastAllocated", 0), ("MostAllocated", 100), ("RequestedToCapacityRatio", 100)]
+)
+def test_requested_beyond_int64_saturates_as_over_capacity(strategy, memory_score):
+    # The node's 7Ei plus the pod's 7Ei exceed int64: counted as over capacity, never wrapped.
+    shape = ((0, 0), (100, 10)) if strategy == "RequestedToCapacityRatio" else None
+    plugin = fit(strategy, resources=(("memory", 1),), shape=shape)
+    nodes = [make_node("a", memory="7Ei"), make_node("b", memory="7Ei")]
+    state = CycleState()
+    cache = make_cache(nodes, [make_pod("e", memory="7Ei", node_name="a")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        plugin.pre_score(state, make_pod("p", memory="7Ei"), batch)
+        scores = plugin.score_batch(state, make_pod("p", memory="7Ei"), batch)
+    # b: 7Ei of 7Ei -> Least 0, Most 100, ratio 100 (u = 100).
+    assert scores.tolist() == [memory_score, memory_score]
+
+
+def test_scaled_ratio_is_exact_beyond_int64_products():
+    part = np.array([0, 3, 2**62, 2**63 - 2], dtype=np.int64)
+    whole = np.array([0, 7, 2**63 - 1, 2**63 - 1], dtype=np.int64)
+    assert scaled_ratio(part, whole, 100).tolist() == [0, 42, 2**62 * 100 // (2**63 - 1), 99]
+
+
+# -- events and registration ----------------------------------------------------------
+
+
+def test_events_to_register():
+    plugin = fit()
+    assert plugin.events_to_register() == [
+        ClusterEvent("AssignedPod", "Delete"),
+        ClusterEvent("Node", "Add"),
+        ClusterEvent("Node", "UpdateNodeAllocatable"),
+    ]
+    assert requeues(plugin, ClusterEvent("AssignedPod", "Delete"))  # resources freed
+    assert requeues(plugin, ClusterEvent("Node", "UpdateNodeAllocatable"))
+    assert requeues(plugin, ClusterEvent("Node", "Update"))
+    assert not requeues(plugin, ClusterEvent("AssignedPod", "Add"))  # a new pod only takes resources
+    assert not requeues(plugin, ClusterEvent("Node", "UpdateNodeLabel"))
+
+
+def test_registration():
+    registry = PluginRegistry()
+    fit_module.register(registry)
+    info = registry.plugins["NodeResourcesFit"]
+    assert info.extension_points == frozenset({"preFilter", "filter", "preScore", "score"})
+    assert info.args_type is NodeResourcesFitArgs
+    plugin = info.factory(None, None)
+    assert plugin.strategy == "LeastAllocated" and plugin.resources == (("cpu", 1), ("memory", 1))

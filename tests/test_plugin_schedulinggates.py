@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pluginkit import requeues
 
 from scorer.framework import Code
 from scorer.framework.catalog import PluginRegistry
+from scorer.framework.events import ClusterEvent
 from scorer.plugins import schedulinggates
 from scorer.plugins.schedulinggates import SchedulingGates
 from scorer.testing import make_pod
@@ -41,3 +43,10 @@ def test_registration():
     assert info.extension_points == frozenset({"preEnqueue"})
     assert info.args_type is None
     assert info.factory(None, None).name == "SchedulingGates"
+
+
+def test_events_to_register():
+    plugin = SchedulingGates()
+    assert plugin.events_to_register() == [ClusterEvent("UnschedulablePod", "Update")]
+    assert requeues(plugin, ClusterEvent("UnschedulablePod", "Update"))
+    assert not requeues(plugin, ClusterEvent("Node", "Add"))

@@ -3,14 +3,21 @@
 ``load_config`` decodes strictly, applies the defaults of the file's API
 version (v1, v1beta3, v1beta2, v1beta1) and validates; ``resolve_config``
 turns each profile into the ordered plugin lists, weights and args the
-framework runs; ``effective_config`` and ``describe_resolved`` print them.
+framework runs; ``load_and_resolve`` does both in one pass and reports every
+problem at once; ``effective_config`` and ``describe_resolved`` print them.
 Plugin args are converted by ``structure`` (see ``scorer.config.convert``
 for the contract args classes follow).
 """
 
 from scorer.config.convert import structure, structure_into, unstructure
 from scorer.config.defaults import KUBE_PLUGINS, REMOVED_PLUGINS, default_plugins
-from scorer.config.load import decode_config, load_config, load_config_text, merge_plugin_set
+from scorer.config.load import (
+    decode_config,
+    load_and_resolve,
+    load_config,
+    load_config_text,
+    merge_plugin_set,
+)
 from scorer.config.render import describe_resolved, effective_config, validate_file
 from scorer.config.resolve import resolve_config, resolve_profile
 from scorer.config.types import (
@@ -65,6 +72,7 @@ __all__ = [
     "describe_resolved",
     "effective_config",
     "format_duration",
+    "load_and_resolve",
     "load_config",
     "load_config_text",
     "merge_plugin_set",

@@ -8,9 +8,15 @@ are dropped from the defaults while decoding (with a warning).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from scorer.config.types import V1, V1BETA1, V1BETA2, V1BETA3, PluginRef, Plugins, PluginSet
+from scorer.config.validation import quote
+from scorer.framework.catalog import PluginInfo
+
+_MAX_LISTED_PLUGINS = 12
 
 
 def _refs(*entries: str | tuple[str, int]) -> tuple[PluginRef, ...]:
@@ -268,3 +274,19 @@ INVALID_IN_V1: frozenset[str] = frozenset(
 )
 
 FIT = "NodeResourcesFit"
+
+
+def missing_plugin_message(name: str, catalog: Mapping[str, PluginInfo]) -> str:
+    """Why a plugin name the user wrote cannot be used: removed, not implemented, or unknown."""
+    if name in REMOVED_PLUGINS:
+        return REMOVED_PLUGINS[name].message()
+    if name in KUBE_PLUGINS:
+        return f'plugin "{name}" is a kube-scheduler plugin that scorer does not implement yet'
+    names = sorted(catalog)
+    if not names:
+        available = "no plugins are installed"
+    elif len(names) > _MAX_LISTED_PLUGINS:
+        available = 'run "scorer plugins" to list the installed plugins'
+    else:
+        available = "installed: " + ", ".join(names)
+    return f"unknown plugin {quote(name)}; {available}"

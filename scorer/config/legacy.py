@@ -8,7 +8,12 @@ them as that strategy, keeping the score weight.
 
 The classes below are the v1beta1 args, decoded and validated at their own
 paths before mapping, so errors point at what the user wrote. They are kept
-apart from NodeResourcesFitArgs on purpose: they are frozen in time.
+apart from NodeResourcesFitArgs on purpose: they are frozen in time. What
+v1beta1 checked of its own (weights) is checked here; the ``shape`` of
+RequestedToCapacityRatio is checked by the args type NodeResourcesFit
+registers in the catalog, which the shape becomes (``scorer.config.load``
+reports those errors at the shape's own path), so the configuration layer
+needs no plugin module and the shape rules exist once.
 """
 
 from __future__ import annotations
@@ -87,9 +92,7 @@ class RequestedToCapacityRatioArgs:
     resources: tuple[LegacyResourceSpec, ...] = attrs.field(default=(), converter=_weights_or_one)
 
     def validate(self) -> list[tuple[str, str]]:
-        from scorer.plugins.noderesources.args import shape_errors
-
-        return [*shape_errors(self.shape), *_weight_errors(self.resources)]
+        return _weight_errors(self.resources)
 
 
 LEGACY_ARGS: dict[str, tuple[str, type]] = {

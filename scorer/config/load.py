@@ -3,13 +3,18 @@
 Order, as in kube-scheduler: strict decode (unknown fields, duplicate keys,
 wrong types, fields of another API version), then defaulting (top-level
 values, plugin sets merged with the version's defaults, pluginConfig args
-converted and default args appended), then validation. Every problem of a
-phase is collected and raised as one ConfigError with kube-style paths.
+converted and default args appended), then validation. Every problem of
+every phase is collected and raised as one ConfigError with kube-style
+paths: the top level and each profile are decoded on their own, and a
+profile that cannot be decoded is left out of the later phases while the
+others go through them. ``load_and_resolve`` adds the resolution of the
+profiles against the catalog (``scorer.config.resolve``) to the same pass.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -22,8 +27,10 @@ from scorer.config.defaults import (
     KUBE_PLUGINS,
     REMOVED_PLUGINS,
     default_plugins,
+    missing_plugin_message,
 )
 from scorer.config.legacy import LEGACY_ARGS, RequestedToCapacityRatioArgs, scoring_strategy
+from scorer.config.resolve import resolve_profiles
 from scorer.config.source import parse_text, read_file
 from scorer.config.types import (
     API_VERSIONS,
@@ -43,11 +50,13 @@ from scorer.config.types import (
     Plugins,
     PluginSet,
     Profile,
+    ResolvedProfile,
     SchedulerConfig,
 )
-from scorer.config.validation import extended_resource_name_errors, join_path, quote
+from scorer.config.validation import join_path, quote
 from scorer.errors import ConfigError
 from scorer.framework.catalog import PluginInfo
+from scorer.inputs.names import extended_resource_name_errors
 
 Catalog = Mapping[str, PluginInfo]
 T = TypeVar("T")
@@ -108,7 +117,7 @@ class _WireConfig:
     percentage_of_nodes_to_score: int | None = attrs.field(default=None, metadata={"bits": 32})
     pod_initial_backoff_seconds: int | None = None
     pod_max_backoff_seconds: int | None = None
-    profiles: tuple[_WireProfile, ...] = ()
+    profiles: tuple[Any, ...] = ()  # each profile is decoded on its own (see _Decoder.collect)
     extenders: tuple[Extender, ...] = ()
     delay_cache_until_active: bool = False
 
@@ -117,7 +126,8 @@ class _WireConfig:
 _V1BETA2_AND_LATER = frozenset(API_VERSIONS) - {V1BETA1}
 _PLUGIN_SET_SINCE = {MULTI_POINT: _V1BETA2_AND_LATER, "preEnqueue": _V1BETA2_AND_LATER}
 _BIND_ADDRESS_FIELDS = ("healthzBindAddress", "metricsBindAddress")
-_MAX_LISTED_PLUGINS = 12
+# Where NodeResourcesFitArgs holds what a v1beta1 RequestedToCapacityRatio ``shape`` becomes.
+_LEGACY_SHAPE_PATH = "scoringStrategy.requestedToCapacityRatio."
 
 
 # -- entry points ---------------------------------------------------------------------------
@@ -133,13 +143,26 @@ def load_config(
     ``catalog`` names the installed plugins. Raises ConfigError listing every
     problem with its field path.
     """
-    if source is None:
-        return decode_config({"apiVersion": V1, "kind": KIND}, catalog, "<defaults>")
-    if isinstance(source, Mapping):
-        return decode_config(source, catalog, "<mapping>")
-    name = os.fspath(source)
-    decoder = _Decoder(catalog, name)
-    return decoder.decode(read_file(name, decoder.errors))
+    decoder, data = _open(source, catalog)
+    return decoder.decode(data)
+
+
+def load_and_resolve(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None, catalog: Catalog
+) -> tuple[SchedulerConfig, tuple[ResolvedProfile, ...]]:
+    """``load_config`` then ``resolve_config`` in one pass: one ConfigError with every problem.
+
+    Decoding, defaulting and validation (plugin args included) report what
+    they find in every profile; each profile without errors of its own is
+    then resolved against the catalog, so a broken profile does not hide the
+    problems of the others and nothing is reported in rounds.
+    """
+    decoder, data = _open(source, catalog)
+    config, ready = decoder.collect(data)
+    resolved = resolve_profiles(ready, catalog, decoder.errors)
+    decoder.check()
+    assert config is not None  # no config means an error was recorded
+    return config, resolved
 
 
 def load_config_text(text: str, catalog: Catalog, source: str = "<input>") -> SchedulerConfig:
@@ -151,6 +174,19 @@ def load_config_text(text: str, catalog: Catalog, source: str = "<input>") -> Sc
 def decode_config(data: Any, catalog: Catalog, source: str = "<input>") -> SchedulerConfig:
     """Decode, default and validate already parsed data (plain dicts and lists)."""
     return _Decoder(catalog, source).decode(data)
+
+
+def _open(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None, catalog: Catalog
+) -> tuple[_Decoder, Any]:
+    """A decoder named after ``source`` and the data to decode (a file is read here)."""
+    if source is None:
+        return _Decoder(catalog, "<defaults>"), {"apiVersion": V1, "kind": KIND}
+    if isinstance(source, Mapping):
+        return _Decoder(catalog, "<mapping>"), source
+    name = os.fspath(source)
+    decoder = _Decoder(catalog, name)
+    return decoder, read_file(name, decoder.errors)
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet | None) -> PluginSet:
@@ -212,18 +248,45 @@ class _Decoder:
     # phase 1: strict decoding
 
     def decode(self, data: Any) -> SchedulerConfig:
+        config, _ = self.collect(data)
+        self.check()
+        assert config is not None  # no config means an error was recorded
+        return config
+
+    def collect(self, data: Any) -> tuple[SchedulerConfig | None, tuple[Profile, ...]]:
+        """Decode, default and validate, recording every error instead of raising.
+
+        Returns the configuration (None when the header is unusable) and the
+        profiles that have no error of their own. The top level and each
+        profile are decoded separately: a profile that cannot be decoded is
+        left out of defaulting, the others are still defaulted and validated.
+        """
         if not isinstance(data, Mapping):
             self.error("", f"expected a KubeSchedulerConfiguration object, got {describe(data)}")
-            self.check()
+            return None, ()
         known_errors = len(self.errors)
         self.version = self._header(data)
         if len(self.errors) > known_errors:  # without a version the fields cannot be checked
-            self.check()
+            return None, ()
         body = self._gate_version_fields(data)
-        wire = structure_into(_WireConfig, body, "", self.errors)
-        self.check()
-        assert wire is not None
-        return self._default_and_validate(wire)
+        top_errors: list[tuple[str, str]] = []
+        wire = structure_into(_WireConfig, body, "", top_errors)
+        raw_profiles = body.get("profiles")
+        if wire is not None:
+            raw_list: list[Any] | None = list(wire.profiles)
+        elif raw_profiles is None or isinstance(raw_profiles, list):
+            raw_list = list(raw_profiles or ())  # another top-level field failed
+        else:
+            raw_list = None  # ``profiles`` itself is not a list (reported)
+        profile_errors: list[tuple[str, str]] = []
+        wire_profiles = [
+            (i, structure_into(_WireProfile, raw, f"profiles[{i}]", profile_errors))
+            for i, raw in enumerate(raw_list or ())
+        ]
+        self.errors.extend(_in_document_order(list(body), "profiles", top_errors, profile_errors))
+        if raw_list == []:
+            wire_profiles = [(0, _WireProfile())]  # kube adds one empty profile
+        return self._default_and_validate(wire or _WireConfig(), wire_profiles)
 
     def _header(self, data: Mapping[str, Any]) -> str:
         api_version, kind = data.get("apiVersion"), data.get("kind")
@@ -288,10 +351,23 @@ class _Decoder:
 
     # phase 2: defaulting and validation
 
-    def _default_and_validate(self, wire: _WireConfig) -> SchedulerConfig:
+    def _default_and_validate(
+        self, wire: _WireConfig, wire_profiles: list[tuple[int, _WireProfile | None]]
+    ) -> tuple[SchedulerConfig, tuple[Profile, ...]]:
+        """The defaulted configuration (profiles that could not be decoded left out) and the
+        profiles with no error of their own."""
         default = SchedulerConfig()  # kube's defaults for unset (nil) fields
         enable_profiling = _given(wire.enable_profiling, default.enable_profiling)
-        wire_profiles = wire.profiles or (_WireProfile(),)  # kube adds one empty profile
+        profiles: list[Profile] = []
+        ready: list[Profile] = []
+        for i, wire_profile in wire_profiles:
+            if wire_profile is None:
+                continue  # its decoding errors are recorded
+            known_errors = len(self.errors)
+            profile = self._profile(i, wire_profile, single=len(wire_profiles) == 1)
+            profiles.append(profile)
+            if len(self.errors) == known_errors:
+                ready.append(profile)
         config = SchedulerConfig(
             api_version=self.version,
             parallelism=_given(wire.parallelism, default.parallelism),
@@ -311,17 +387,13 @@ class _Decoder:
             pod_max_backoff_seconds=_given(
                 wire.pod_max_backoff_seconds, default.pod_max_backoff_seconds
             ),
-            profiles=tuple(
-                self._profile(i, p, single=len(wire_profiles) == 1)
-                for i, p in enumerate(wire_profiles)
-            ),
+            profiles=tuple(profiles),
             extenders=wire.extenders,
             delay_cache_until_active=wire.delay_cache_until_active,
             source=self.source,
         )
         self._validate_top_level(config)
-        self.check()
-        return attrs.evolve(config, warnings=tuple(self.warnings))
+        return attrs.evolve(config, warnings=tuple(self.warnings)), tuple(ready)
 
     def _validate_top_level(self, config: SchedulerConfig) -> None:
         """kube's ValidateKubeSchedulerConfiguration, minus per-profile checks done earlier."""
@@ -352,15 +424,16 @@ class _Decoder:
                 self.error("leaderElection.resourceLock", 'resourceLock value must be "leases"')
         if config.parallelism <= 0:
             self.error("parallelism", "should be an integer value greater than zero")
-        seen: dict[str, int] = {}
-        for i, profile in enumerate(config.profiles):
+        seen: set[str] = set()
+        for profile in config.profiles:
             if profile.scheduler_name in seen:
                 self.error(
-                    f"profiles[{i}].schedulerName",
+                    f"{profile.path}.schedulerName",
                     f"Duplicate value: {quote(profile.scheduler_name)}",
                 )
-            seen.setdefault(profile.scheduler_name, i)
-        self._validate_common_queue_sort(config.profiles)
+            seen.add(profile.scheduler_name)
+        if config.profiles:
+            self._validate_common_queue_sort(config.profiles)
         self.check_percentage("percentageOfNodesToScore", config.percentage_of_nodes_to_score)
         if config.pod_initial_backoff_seconds <= 0:
             self.error("podInitialBackoffSeconds", "must be greater than 0")
@@ -372,20 +445,21 @@ class _Decoder:
 
     def _validate_common_queue_sort(self, profiles: tuple[Profile, ...]) -> None:
         """kube's validateCommonQueueSort: the queueSort set and its args equal in every profile."""
-        canon = profiles[0].plugins.queue_sort
+        first = profiles[0]
+        canon = first.plugins.queue_sort
         if len(canon.enabled) > 1:
             self.error(
-                "profiles[0].plugins.queueSort.enabled", "only one queue sort plugin can be enabled"
+                f"{first.path}.plugins.queueSort.enabled", "only one queue sort plugin can be enabled"
             )
         name = canon.enabled[0].name if canon.enabled else ""
-        args = profiles[0].args_for(name) if name else None
-        for i, profile in enumerate(profiles[1:], start=1):
+        args = first.args_for(name) if name else None
+        for profile in profiles[1:]:
             if profile.plugins.queue_sort != canon:
-                self.error(f"profiles[{i}].plugins.queueSort", "must be the same for all profiles")
+                self.error(f"{profile.path}.plugins.queueSort", "must be the same for all profiles")
             for j, entry in enumerate(profile.plugin_config):
                 if name and entry.name == name and entry.args != args:
                     self.error(
-                        f"profiles[{i}].pluginConfig[{j}].args", "must be the same for all profiles"
+                        f"{profile.path}.pluginConfig[{j}].args", "must be the same for all profiles"
                     )
 
     def _validate_extenders(self, extenders: tuple[Extender, ...]) -> None:
@@ -625,6 +699,18 @@ class _Decoder:
             self.warn(f'{path}: plugin "{name}" is not installed; its args are kept as written')
         return PluginConfig(name, plain(raw))
 
+    def _check_legacy_shape(self, path: str, strategy: dict[str, Any]) -> None:
+        """A v1beta1 ``shape`` becomes NodeResourcesFit's; the args type that plugin registers
+        checks it, and its errors are reported where the user wrote the shape (``path``)."""
+        info = self.catalog.get(FIT)
+        if info is None or info.args_type is None:
+            return
+        errors: list[tuple[str, str]] = []
+        structure_into(info.args_type, {"scoringStrategy": strategy}, "", errors)
+        for sub, message in errors:
+            if sub.startswith(_LEGACY_SHAPE_PATH):
+                self.error(join_path(path, sub.removeprefix(_LEGACY_SHAPE_PATH)), message)
+
     def _legacy_strategy(
         self, path: str, entries: tuple[_WirePluginConfig, ...], chosen: PluginRef | None
     ) -> dict[str, Any] | None:
@@ -636,9 +722,14 @@ class _Decoder:
                 continue
             entry_path = f"{path}.pluginConfig[{j}]"
             _, cls = LEGACY_ARGS[entry.name]
+            known_errors = len(self.errors)
             args = structure_into(
                 cls, entry.args, f"{entry_path}.args", self.errors, kind=f"{entry.name}Args"
             )
+            if isinstance(args, RequestedToCapacityRatioArgs):
+                self._check_legacy_shape(f"{entry_path}.args", scoring_strategy(entry.name, args))
+            if len(self.errors) > known_errors:
+                args = None  # reported where the user wrote it, not again as NodeResourcesFit's
             if chosen is None or entry.name != chosen.name:
                 self.warn(
                     f'{entry_path}: args of "{entry.name}" ignored: '
@@ -672,20 +763,17 @@ class _Decoder:
 # -- helpers --------------------------------------------------------------------------------
 
 
-def missing_plugin_message(name: str, catalog: Catalog) -> str:
-    """Why a plugin name the user wrote cannot be used: removed, not implemented, or unknown."""
-    if name in REMOVED_PLUGINS:
-        return REMOVED_PLUGINS[name].message()
-    if name in KUBE_PLUGINS:
-        return f'plugin "{name}" is a kube-scheduler plugin that scorer does not implement yet'
-    names = sorted(catalog)
-    if not names:
-        available = "no plugins are installed"
-    elif len(names) > _MAX_LISTED_PLUGINS:
-        available = 'run "scorer plugins" to list the installed plugins'
-    else:
-        available = "installed: " + ", ".join(names)
-    return f"unknown plugin {quote(name)}; {available}"
+def _in_document_order(
+    keys: list[str], key: str, top_errors: list[tuple[str, str]], key_errors: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The errors of the top level and those of ``key`` (decoded apart), in the order of
+    the document's ``keys``: ``key_errors`` before the errors of the keys that follow it."""
+    following = set(keys[keys.index(key) + 1 :]) if key in keys else set()
+    split = next(
+        (i for i, (path, _) in enumerate(top_errors) if re.split(r"[.\[]", path, maxsplit=1)[0] in following),
+        len(top_errors),
+    )
+    return [*top_errors[:split], *key_errors, *top_errors[split:]]
 
 
 def _given(value: T | None, default: T) -> T:

@@ -15,8 +15,7 @@ from typing import Any
 import attrs
 
 from scorer.config.convert import unstructure
-from scorer.config.load import load_config
-from scorer.config.resolve import resolve_config
+from scorer.config.load import load_and_resolve
 from scorer.config.types import (
     KIND,
     V1,
@@ -168,6 +167,5 @@ def describe_resolved(
 def validate_file(
     path: str | os.PathLike[str], catalog: Mapping[str, PluginInfo]
 ) -> tuple[SchedulerConfig, tuple[ResolvedProfile, ...]]:
-    """Load and resolve a configuration file; ConfigError on any problem."""
-    config = load_config(path, catalog)
-    return config, resolve_config(config, catalog)
+    """Load and resolve a configuration file; one ConfigError listing every problem."""
+    return load_and_resolve(path, catalog)

@@ -21,11 +21,11 @@ names the user wrote are errors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scorer.config.convert import structure_into
-from scorer.config.load import missing_plugin_message
+from scorer.config.defaults import missing_plugin_message
 from scorer.config.types import PluginRef, Profile, ResolvedProfile, SchedulerConfig
 from scorer.config.validation import quote
 from scorer.errors import ConfigError
@@ -52,32 +52,42 @@ def resolve_profile(profile: Profile, catalog: Catalog) -> ResolvedProfile:
 def resolve_config(config: SchedulerConfig, catalog: Catalog) -> tuple[ResolvedProfile, ...]:
     """Resolve every profile and check they share one queueSort plugin and its args."""
     errors: list[tuple[str, str]] = []
-    resolved = tuple(_Resolver(profile, catalog, errors).resolve() for profile in config.profiles)
-    if resolved and not errors:
-        first = resolved[0]
-        first_sort = first.points["queueSort"]
-        for profile, current in zip(config.profiles[1:], resolved[1:], strict=True):
-            path = f"{_profile_path(profile)}.plugins.queueSort"
-            sort = current.points["queueSort"]
-            if sort != first_sort:
-                errors.append(
-                    (
-                        path,
-                        f"different queue sort plugins for profile "
-                        f"{quote(current.scheduler_name)}: {quote(', '.join(sort))}, "
-                        f"first: {quote(', '.join(first_sort))}",
-                    )
-                )
-            elif sort and current.args.get(sort[0]) != first.args.get(first_sort[0]):
-                errors.append(
-                    (
-                        path,
-                        "different queue sort plugin args for profile "
-                        + quote(current.scheduler_name),
-                    )
-                )
+    resolved = resolve_profiles(config.profiles, catalog, errors)
     if errors:
         raise ConfigError(errors, config.source)
+    return resolved
+
+
+def resolve_profiles(
+    profiles: Sequence[Profile], catalog: Catalog, errors: list[tuple[str, str]]
+) -> tuple[ResolvedProfile, ...]:
+    """Resolve each profile, appending every problem to ``errors`` (nothing is raised);
+    when all resolve, check they share one queueSort plugin and its args."""
+    known_errors = len(errors)
+    resolved = tuple(_Resolver(profile, catalog, errors).resolve() for profile in profiles)
+    if not resolved or len(errors) > known_errors:
+        return resolved
+    first = resolved[0]
+    first_sort = first.points["queueSort"]
+    for profile, current in zip(profiles[1:], resolved[1:], strict=True):
+        path = f"{_profile_path(profile)}.plugins.queueSort"
+        sort = current.points["queueSort"]
+        if sort != first_sort:
+            errors.append(
+                (
+                    path,
+                    f"different queue sort plugins for profile "
+                    f"{quote(current.scheduler_name)}: {quote(', '.join(sort))}, "
+                    f"first: {quote(', '.join(first_sort))}",
+                )
+            )
+        elif sort and current.args.get(sort[0]) != first.args.get(first_sort[0]):
+            errors.append(
+                (
+                    path,
+                    "different queue sort plugin args for profile " + quote(current.scheduler_name),
+                )
+            )
     return resolved
 
 

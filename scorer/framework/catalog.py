@@ -8,12 +8,14 @@ configuration layer reads the catalog as ``Mapping[str, PluginInfo]``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from scorer.errors import PluginError
+from scorer.framework import interface
 
 # Extension point keys as they appear in KubeSchedulerConfiguration ``plugins``.
 EXTENSION_POINTS: tuple[str, ...] = (
@@ -51,21 +53,38 @@ class PluginInfo:
     version: str = ""
 
 
-# The methods that implement each extension point. A plugin implements a point
-# if it has any of the listed methods (vectorized ``*_batch`` or per node).
+# The Protocols of each extension point (``scorer.framework.interface``). A plugin
+# implements a point through one of them: Filter and Score have a vectorized and a
+# per-node form.
+POINT_PROTOCOLS: dict[str, tuple[type, ...]] = {
+    "preEnqueue": (interface.PreEnqueuePlugin,),
+    "queueSort": (interface.QueueSortPlugin,),
+    "preFilter": (interface.PreFilterPlugin,),
+    "filter": (interface.BatchFilterPlugin, interface.NodeFilterPlugin),
+    "postFilter": (interface.PostFilterPlugin,),
+    "preScore": (interface.PreScorePlugin,),
+    "score": (interface.BatchScorePlugin, interface.NodeScorePlugin),
+    "reserve": (interface.ReservePlugin,),
+    "permit": (interface.PermitPlugin,),
+    "preBind": (interface.PreBindPlugin,),
+    "bind": (interface.BindPlugin,),
+    "postBind": (interface.PostBindPlugin,),
+}
+# Protocols a plugin may add to the points it implements.
+OPTIONAL_PROTOCOLS: tuple[type, ...] = (interface.ScoreExtensions, interface.EnqueueExtensions)
+
+
+def protocol_methods(protocol: type) -> tuple[str, ...]:
+    """The methods a Protocol of ``scorer.framework.interface`` declares, in order."""
+    return tuple(name for name, value in vars(protocol).items()
+                 if inspect.isfunction(value) and not name.startswith("_"))
+
+
+# The methods that implement each extension point: a plugin implements a point if it
+# has any of them (vectorized ``*_batch`` or per node).
 POINT_METHODS: dict[str, tuple[str, ...]] = {
-    "preEnqueue": ("pre_enqueue",),
-    "queueSort": ("less",),
-    "preFilter": ("pre_filter",),
-    "filter": ("filter_batch", "filter"),
-    "postFilter": ("post_filter",),
-    "preScore": ("pre_score",),
-    "score": ("score_batch", "score"),
-    "reserve": ("reserve",),
-    "permit": ("permit",),
-    "preBind": ("pre_bind",),
-    "bind": ("bind",),
-    "postBind": ("post_bind",),
+    point: tuple(method for protocol in protocols for method in protocol_methods(protocol))
+    for point, protocols in POINT_PROTOCOLS.items()
 }
 
 
@@ -76,6 +95,29 @@ def extension_points_of(plugin_type: type | object) -> frozenset[str]:
         for point, methods in POINT_METHODS.items()
         if any(callable(getattr(plugin_type, m, None)) for m in methods)
     )
+
+
+def check_plugin_type(name: str, plugin_type: type) -> frozenset[str]:
+    """The extension points ``plugin_type`` claims, each checked against its Protocol.
+
+    A point is claimed by having any of its methods. The Protocol the plugin
+    follows there (the one whose method it has) must be met in full: every
+    method present, callable, and accepting the arguments the framework
+    passes. Optional Protocols (``normalize_score``, ``events_to_register``)
+    are checked when present. Raises PluginError naming the plugin and the
+    method.
+    """
+    points = []
+    for point, protocols in POINT_PROTOCOLS.items():
+        chosen = next((p for p in protocols if any(_has(plugin_type, m) for m in protocol_methods(p))), None)
+        if chosen is None:
+            continue
+        _check_protocol(name, plugin_type, chosen)
+        points.append(point)
+    for protocol in OPTIONAL_PROTOCOLS:
+        if any(_has(plugin_type, m) for m in protocol_methods(protocol)):
+            _check_protocol(name, plugin_type, protocol)
+    return frozenset(points)
 
 
 @attrs.frozen(slots=True)
@@ -122,7 +164,9 @@ class PluginRegistry:
                 f" and by {_describe(self._source, self._version)}"
             )
         kind = plugin_type if plugin_type is not None else factory
-        points = extension_points_of(kind) if isinstance(kind, type) else frozenset()
+        if plugin_type is not None and not isinstance(plugin_type, type):
+            raise PluginError(f"{self._source}: plugin_type of plugin {name!r} must be a class, got {plugin_type!r}")
+        points = check_plugin_type(f"{self._source}: plugin {name!r}", kind) if isinstance(kind, type) else frozenset()
         if not points:
             raise PluginError(
                 f"{self._source}: plugin {name!r} implements no extension point; pass plugin_type="
@@ -143,3 +187,39 @@ class PluginRegistry:
 
 def _describe(source: str, version: str) -> str:
     return f"{source} {version}".strip()
+
+
+def _has(plugin_type: type, method: str) -> bool:
+    return getattr(plugin_type, method, None) is not None
+
+
+def _check_protocol(name: str, plugin_type: type, protocol: type) -> None:
+    """Every method of ``protocol`` on ``plugin_type``: present, callable, right arguments."""
+    for method in protocol_methods(protocol):
+        expected = inspect.signature(getattr(protocol, method))
+        wanted = _call_form(method, expected, skip_self=True)
+        attribute = getattr(plugin_type, method, None)
+        if attribute is None:
+            raise PluginError(f"{name}: {protocol.__name__} needs {wanted}, but {method} is missing")
+        if not callable(attribute):
+            raise PluginError(f"{name}: {method} is not callable ({type(attribute).__name__}); "
+                              f"{protocol.__name__} needs {wanted}")
+        try:
+            actual = inspect.signature(attribute)
+        except (TypeError, ValueError):  # a builtin without a signature: nothing to compare
+            continue
+        # A function in the class body is called on instances: ``self`` comes first.
+        needs_self = inspect.isfunction(inspect.getattr_static(plugin_type, method))
+        arguments = [None] * (len(expected.parameters) - (0 if needs_self else 1))
+        try:
+            actual.bind(*arguments)
+        except TypeError:
+            raise PluginError(f"{name}: {_call_form(method, actual)} cannot be called as {wanted} "
+                              f"({protocol.__name__})") from None
+
+
+def _call_form(method: str, signature: inspect.Signature, *, skip_self: bool = False) -> str:
+    """``filter_batch(state, pod, nodes)``: the parameter names, without annotations."""
+    names = [str(p.replace(annotation=inspect.Parameter.empty, default=inspect.Parameter.empty))
+             for p in signature.parameters.values()]
+    return f"{method}({', '.join(names[1:] if skip_self else names)})"

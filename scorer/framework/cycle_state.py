@@ -8,11 +8,12 @@ from typing import Any
 class CycleState:
     """Data one plugin passes from an early extension point to a later one.
 
-    Keys are private to the plugin that writes them (kube style: the plugin's
-    name plus a suffix). Reading a missing key raises ``KeyError`` naming it.
+    Keys are private to the plugin that writes them (``"PreFilter" + NAME``,
+    ``"PreScore" + NAME``), read through a typed getter in the plugin's module.
+    Reading a missing key raises ``KeyError`` naming it.
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "narrowed_by")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "narrowed_by", "record_plugin_metrics")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -20,6 +21,8 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         # PreFilter plugins whose PreFilterResult narrowed the candidate nodes.
         self.narrowed_by: list[str] = []
+        # Whether this cycle records per-plugin durations (drawn once per cycle, at PreFilter).
+        self.record_plugin_metrics = False
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -42,4 +45,5 @@ class CycleState:
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.narrowed_by = list(self.narrowed_by)
+        other.record_plugin_metrics = self.record_plugin_metrics
         return other

@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import attrs
 
-# Event resources and actions with a meaning of their own (kube's framework/types.go).
+# Event resources (kube's framework/types.go EventResource).
 WILDCARD = "*"
+NODE = "Node"
 POD = "Pod"
-ASSIGNED_POD = "AssignedPod"
-UNSCHEDULABLE_POD = "UnschedulablePod"
+ASSIGNED_POD = "AssignedPod"  # a pod bound to a node
+UNSCHEDULABLE_POD = "UnschedulablePod"  # a pod in the unschedulable pool
+
+# Event actions (kube's ActionType); the ``Update*`` ones are parts of ``Update``.
 ALL = "All"
+ADD = "Add"
+DELETE = "Delete"
 UPDATE = "Update"
+UPDATE_NODE_ALLOCATABLE = "UpdateNodeAllocatable"
+UPDATE_NODE_LABEL = "UpdateNodeLabel"
+UPDATE_NODE_TAINT = "UpdateNodeTaint"  # taints, and spec.unschedulable
 
 # Labels of the queue's own events, as counted by scheduler_queue_incoming_pods_total.
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
@@ -23,6 +31,7 @@ BACKOFF_COMPLETE = "BackoffComplete"
 FORCE_ACTIVATE = "ForceActivate"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 POD_ADD = "PodAdd"
+
 
 @attrs.frozen(slots=True)
 class ClusterEvent:

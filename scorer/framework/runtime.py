@@ -1,17 +1,32 @@
 """Framework: one profile's plugins, instantiated and run at each extension point.
 
-Every plugin call goes through ``_guard``: a plugin that raises becomes an
-Error status naming the plugin and the extension point, so the scheduler
-keeps running. Filter and Score accept both plugin styles (vectorized or
-per node) and present both as vectorized to the scheduling algorithm.
+Every plugin call goes through ``Framework._call`` (``_call_async`` at the
+binding points, whose plugins may be async): a plugin that raises, or
+returns what its extension point does not accept, becomes an Error status
+``running <Point> plugin "<name>": <ExcType>: <message>`` naming the plugin,
+so the scheduler keeps running. Filter and Score accept both plugin styles
+(vectorized or per node) and present both as vectorized to the scheduling
+algorithm.
+
+Metrics go to ``handle.metrics`` (nothing is recorded when it is None), with
+kube-scheduler's extension point names and status labels: every run of an
+extension point records its duration
+(``scheduler_framework_extension_point_duration_seconds``; Filter once per
+call over a batch of nodes), and in the cycles PreFilter draws for sampling
+(``CycleState.record_plugin_metrics``, about 10%) every plugin call records
+its own (``scheduler_plugin_execution_duration_seconds``, with
+``ScoreExtensionNormalize`` for NormalizeScore and ``Unreserve``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import logging
+import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import attrs
 import numpy as np
@@ -20,22 +35,58 @@ from scorer.cache import ClusterCache
 from scorer.errors import PluginError
 from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
-from scorer.framework.status import Code, Status
+from scorer.framework.interface import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    FilterPlugin,
+    NodeFilterPlugin,
+    NodeScorePlugin,
+    PermitPlugin,
+    Plugin,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from scorer.framework.profile import FrameworkProfile
+from scorer.framework.status import SUCCESS, Code, Status
 from scorer.framework.types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     FilterVerdict,
     NodeBatch,
     PreFilterResult,
+    QueuedPodInfo,
 )
 from scorer.metrics import SchedulerMetrics
+from scorer.model import Pod
 from scorer.sources.hub import SourceHub
+from scorer.state.nodetable import NodeTable
 
+logger = logging.getLogger(__name__)
 
-class _PluginRaised(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+# Extension point names, as kube-scheduler's metrics and messages spell them.
+PRE_ENQUEUE = "PreEnqueue"
+PRE_FILTER = "PreFilter"
+FILTER = "Filter"
+POST_FILTER = "PostFilter"
+PRE_SCORE = "PreScore"
+SCORE = "Score"
+NORMALIZE_SCORE = "ScoreExtensionNormalize"
+RESERVE = "Reserve"
+UNRESERVE = "Unreserve"
+PERMIT = "Permit"
+PRE_BIND = "PreBind"
+BIND = "Bind"
+POST_BIND = "PostBind"
 
 
 class WaitingPod:
@@ -125,47 +176,75 @@ class ScoreOutcome:
     error: Status | None = None
 
 
-def _status(value: Any, plugin: str) -> Status:
-    if value is None:
-        return Status(plugin=plugin)
-    if isinstance(value, Status):
-        return value.with_plugin(plugin)
-    raise TypeError(f"expected a Status or None, got {type(value).__name__}")
+# A plugin method's result -> (value, status); raises TypeError/ValueError for a result
+# its extension point does not accept. Called with the plugin name and the call's args.
+Convert = Callable[[Any, str, tuple[Any, ...]], tuple[T, Status]]
+
+
+def _extension_point(
+    point: str, key: str, status_of: Callable[[Any], Status]
+) -> Callable[[Callable[Concatenate[Framework, P], R]], Callable[Concatenate[Framework, P], R]]:
+    """Record the duration and status of every run of an extension point (one
+    ``perf_counter`` pair per run), when the framework has metrics and the point
+    (config ``key``) has plugins: an empty point takes no time worth a sample."""
+
+    def decorate(method: Callable[Concatenate[Framework, P], R]) -> Callable[Concatenate[Framework, P], R]:
+        @functools.wraps(method)
+        def run(self: Framework, *args: P.args, **kwargs: P.kwargs) -> R:
+            metrics = self.handle.metrics
+            if metrics is None or not self.points.get(key):
+                return method(self, *args, **kwargs)
+            start = time.perf_counter()
+            result = method(self, *args, **kwargs)
+            seconds = time.perf_counter() - start
+            metrics.observe_extension_point(point, status_of(result).code.label, self.profile_name, seconds)
+            return result
+
+        return run
+
+    return decorate
 
 
 class Framework:
     """The plugins of one profile, in extension-point order, with weights."""
 
-    def __init__(
-        self,
-        resolved: Any,
-        catalog: Mapping[str, PluginInfo],
-        handle: Handle,
-    ) -> None:
-        self.profile_name: str = resolved.scheduler_name
-        self.percentage_of_nodes_to_score: int | None = resolved.percentage_of_nodes_to_score
-        self.weights: dict[str, int] = dict(resolved.weights)
+    def __init__(self, profile: FrameworkProfile, catalog: Mapping[str, PluginInfo], handle: Handle) -> None:
+        self.profile_name: str = profile.scheduler_name
+        self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
+        self.weights: dict[str, int] = dict(profile.weights)
         self.handle = handle
-        self.plugins: dict[str, Any] = {}
-        self.points: dict[str, list[Any]] = {}
-        for point, names in resolved.points.items():
+        self.plugins: dict[str, Plugin] = {}
+        self.points: dict[str, list[Plugin]] = {}
+        for point, names in profile.points.items():
             instances = []
             for name in names:
                 plugin = self.plugins.get(name)
                 if plugin is None:
-                    plugin = self._build(name, catalog[name], resolved.args.get(name), handle)
+                    plugin = self._build(name, catalog[name], profile.args.get(name), handle)
                     self.plugins[name] = plugin
                 if point not in extension_points_of(plugin):
-
                     raise PluginError(f'plugin "{name}" does not implement extension point {point}')
                 instances.append(plugin)
             self.points[point] = instances
-        self.queue_sort = (self.points.get("queueSort") or [None])[0]
-        self.filter_plugins = self.points.get("filter", [])
-        self.score_plugins = self.points.get("score", [])
+        # Typed views of ``points``: every plugin there implements the point (checked above).
+        self.queue_sort = next(iter(cast(list[QueueSortPlugin], self.points.get("queueSort", []))), None)
+        self.pre_enqueue_plugins = cast(list[PreEnqueuePlugin], self.points.get("preEnqueue", []))
+        self.pre_filter_plugins = cast(list[PreFilterPlugin], self.points.get("preFilter", []))
+        self.filter_plugins = cast(list[FilterPlugin], self.points.get("filter", []))
+        self.post_filter_plugins = cast(list[PostFilterPlugin], self.points.get("postFilter", []))
+        self.pre_score_plugins = cast(list[PreScorePlugin], self.points.get("preScore", []))
+        self.score_plugins = cast(list[ScorePlugin], self.points.get("score", []))
+        self.reserve_plugins = cast(list[ReservePlugin], self.points.get("reserve", []))
+        self.permit_plugins = cast(list[PermitPlugin], self.points.get("permit", []))
+        # Both styles as one vectorized call per plugin (the per-node ones adapted).
+        self._filters = [(plugin, _filter_call(plugin)) for plugin in self.filter_plugins]
+        self._scores = [
+            (plugin, _score_call(plugin), plugin.normalize_score if isinstance(plugin, ScoreExtensions) else None)
+            for plugin in self.score_plugins
+        ]
 
     @staticmethod
-    def _build(name: str, info: PluginInfo, args: Any, handle: Handle) -> Any:
+    def _build(name: str, info: PluginInfo, args: Any, handle: Handle) -> Plugin:
         try:
             plugin = info.factory(args, handle)
         except Exception as exc:
@@ -175,17 +254,39 @@ class Framework:
                 plugin.name = name
             except AttributeError:
                 raise PluginError(f'plugin "{name}": its object has no writable "name"') from None
-        return plugin
+        return cast(Plugin, plugin)
 
-    # -- helpers ---------------------------------------------------------------
-    @staticmethod
-    def _guard(plugin: Any, point: str, fn: Callable[..., Any], *args: Any) -> Any:
+    # -- calling plugins -----------------------------------------------------------
+    def _call(self, point: str, plugin: Plugin, sampled: bool, fn: Callable[..., Any], args: tuple[Any, ...],
+              convert: Convert[T]) -> tuple[T | None, Status]:
+        """Call one plugin method: its result as ``(value, status)``; an exception, or a result
+        ``convert`` refuses, becomes ``(None, Error status)``. Timed when ``sampled``."""
+        start = time.perf_counter() if sampled else 0.0
         try:
-            return fn(*args)
+            value, status = convert(fn(*args), plugin.name, args)
         except Exception as exc:
-            raise _PluginRaised(
-                Status.error(f'running {point} plugin "{plugin.name}": {type(exc).__name__}: {exc}', plugin.name)
-            ) from exc
+            value, status = None, _raised(point, plugin.name, exc)
+        if sampled:
+            self._observe_plugin(plugin.name, point, status, start)
+        return value, status
+
+    async def _call_async(self, point: str, plugin: Plugin, sampled: bool, fn: Callable[..., Any],
+                          args: tuple[Any, ...]) -> Status:
+        """``_call`` for methods that may be coroutines (PreBind, Bind, PostBind)."""
+        start = time.perf_counter() if sampled else 0.0
+        try:
+            result = fn(*args)
+            _, status = _to_status(await result if inspect.isawaitable(result) else result, plugin.name, args)
+        except Exception as exc:
+            status = _raised(point, plugin.name, exc)
+        if sampled:
+            self._observe_plugin(plugin.name, point, status, start)
+        return status
+
+    def _observe_plugin(self, plugin: str, point: str, status: Status, start: float) -> None:
+        metrics = self.handle.metrics
+        if metrics is not None:
+            metrics.observe_plugin(plugin, point, status.code.label, time.perf_counter() - start)
 
     def has_score_plugins(self) -> bool:
         return bool(self.score_plugins)
@@ -194,42 +295,37 @@ class Framework:
         return {point: [p.name for p in plugins] for point, plugins in self.points.items()}
 
     # -- queue -----------------------------------------------------------------
-    def less(self, a: Any, b: Any) -> bool:
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        if self.queue_sort is None:
+            raise PluginError(f'profile "{self.profile_name}" has no queueSort plugin')
         return bool(self.queue_sort.less(a, b))
 
-    def run_pre_enqueue(self, pod: Any) -> Status:
-        for plugin in self.points.get("preEnqueue", []):
-            try:
-                status = _status(self._guard(plugin, "PreEnqueue", plugin.pre_enqueue, pod), plugin.name)
-            except (_PluginRaised, TypeError) as exc:
-                status = exc.status if isinstance(exc, _PluginRaised) else Status.error(str(exc), plugin.name)
+    def run_pre_enqueue(self, pod: Pod) -> Status:
+        for plugin in self.pre_enqueue_plugins:
+            _, status = self._call(PRE_ENQUEUE, plugin, False, plugin.pre_enqueue, (pod,), _to_status)
             if not status.is_success():
                 return status
-        return Status()
+        return SUCCESS
 
     # -- filtering ---------------------------------------------------------------
-    def run_pre_filter(self, state: CycleState, pod: Any, batch: NodeBatch) -> tuple[frozenset[str] | None, Status]:
+    @_extension_point(PRE_FILTER, "preFilter", lambda result: result[1])
+    def run_pre_filter(self, state: CycleState, pod: Pod, batch: NodeBatch) -> tuple[frozenset[str] | None, Status]:
         """Returns the node names PreFilter narrowed the search to (None = all) and a status.
 
         A rejecting status carries the plugin name; Skip marks the plugin's
         Filter as skipped for this cycle. The plugins that narrowed the search
         are in ``state.narrowed_by`` afterwards (for the absent nodes' reason).
+        This is where a cycle draws whether it records per-plugin metrics.
         """
+        metrics = self.handle.metrics
+        sampled = state.record_plugin_metrics = metrics is not None and metrics.sample_plugins()
         allowed: frozenset[str] | None = None
-        for plugin in self.points.get("preFilter", []):
-            try:
-                result = self._guard(plugin, "PreFilter", plugin.pre_filter, state, pod, batch)
-                if isinstance(result, PreFilterResult):
-                    status = result.status.with_plugin(plugin.name)
-                    if result.node_names is not None:
-                        state.narrowed_by.append(plugin.name)
-                        allowed = result.node_names if allowed is None else allowed & result.node_names
-                else:
-                    status = _status(result, plugin.name)
-            except _PluginRaised as exc:
-                return allowed, exc.status
-            except TypeError as exc:
-                return allowed, Status.error(f'PreFilter plugin "{plugin.name}": {exc}', plugin.name)
+        for plugin in self.pre_filter_plugins:
+            names, status = self._call(PRE_FILTER, plugin, sampled, plugin.pre_filter, (state, pod, batch),
+                                       _to_pre_filter)
+            if names is not None:
+                state.narrowed_by.append(plugin.name)
+                allowed = names if allowed is None else allowed & names
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
                 continue
@@ -241,53 +337,29 @@ class Framework:
                     (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}] simultaneously",),
                     plugin.name,
                 )
-        return allowed, Status()
+        return allowed, SUCCESS
 
-    def _filter_one(self, plugin: Any, state: CycleState, pod: Any, batch: NodeBatch) -> FilterVerdict:
-        fn = getattr(plugin, "filter_batch", None)
-        if fn is not None:
-            verdict = self._guard(plugin, "Filter", fn, state, pod, batch)
-            if verdict is None:
-                return FilterVerdict(len(batch))
-            if not isinstance(verdict, FilterVerdict) or verdict.size != len(batch):
-                raise _PluginRaised(
-                    Status.error(f'Filter plugin "{plugin.name}" returned {verdict!r}, expected a '
-                                 f"FilterVerdict of {len(batch)} nodes", plugin.name)
-                )
-            return verdict
-        verdict = FilterVerdict(len(batch))
-        for i, info in enumerate(batch.node_infos()):
-            result = self._guard(plugin, "Filter", plugin.filter, state, pod, info)
-            try:
-                status = _status(result, plugin.name)
-            except TypeError as exc:
-                raise _PluginRaised(Status.error(f'Filter plugin "{plugin.name}": {exc}', plugin.name)) from None
-            if not status.is_success() and not status.is_skip():
-                verdict.reject_one(i, status)
-        return verdict
-
-    def run_filters(self, state: CycleState, pod: Any, table: Any, rows: np.ndarray) -> FilterOutcome:
+    @_extension_point(FILTER, "filter", lambda outcome: outcome.error or SUCCESS)
+    def run_filters(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray) -> FilterOutcome:
         """Run Filter plugins in order; a node rejected by one is not shown to the next."""
+        sampled = state.record_plugin_metrics
         alive = np.ones(len(rows), dtype=bool)
         records: list[FilterRecord] = []
-        for plugin in self.filter_plugins:
+        positions = np.arange(len(rows))
+        batch = NodeBatch(table, rows)
+        for plugin, call in self._filters:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            positions = np.flatnonzero(alive)
             if len(positions) == 0:
                 break
-            batch = NodeBatch(table, rows[positions])
-            try:
-                verdict = self._filter_one(plugin, state, pod, batch)
-            except _PluginRaised as exc:
-                return FilterOutcome(alive, tuple(records), exc.status)
+            verdict, status = self._call(FILTER, plugin, sampled, call, (state, pod, batch), _to_verdict)
+            if not status.is_success():
+                return FilterOutcome(alive, tuple(records), status)
+            if verdict is None:
+                continue
             failed = verdict.failed
             if not failed.any():
                 continue
-            errors = np.flatnonzero(verdict.severity == 4)
-            if len(errors):
-                status = verdict.status_at(int(errors[0]), plugin.name)
-                return FilterOutcome(alive, tuple(records), status)
             idx = np.flatnonzero(failed)
             records.append(
                 FilterRecord(
@@ -298,19 +370,18 @@ class Framework:
                 )
             )
             alive[positions[idx]] = False
+            positions = np.flatnonzero(alive)  # the next plugin sees the nodes still alive
+            batch = NodeBatch(table, rows[positions])
         return FilterOutcome(alive, tuple(records))
 
-    def run_post_filter(self, state: CycleState, pod: Any, statuses: dict[str, Status]) -> tuple[str | None, Status]:
+    @_extension_point(POST_FILTER, "postFilter", lambda result: result[1])
+    def run_post_filter(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[str | None, Status]:
         messages = []
-        for plugin in self.points.get("postFilter", []):
-            try:
-                result = self._guard(plugin, "PostFilter", plugin.post_filter, state, pod, statuses)
-            except _PluginRaised as exc:
-                return None, exc.status
-            node, status = result if isinstance(result, tuple) else (None, result)
-            status = _status(status, plugin.name)
+        for plugin in self.post_filter_plugins:
+            node, status = self._call(POST_FILTER, plugin, state.record_plugin_metrics, plugin.post_filter,
+                                      (state, pod, statuses), _to_post_filter)
             if status.is_success():
-                return node, status
+                return node, status.with_plugin(plugin.name)
             if status.code == Code.ERROR:
                 return None, status
             if status.message():
@@ -318,67 +389,36 @@ class Framework:
         return None, Status(Code.UNSCHEDULABLE, (", ".join(messages),) if messages else ())
 
     # -- scoring -----------------------------------------------------------------
-    def run_pre_score(self, state: CycleState, pod: Any, batch: NodeBatch) -> Status:
-        for plugin in self.points.get("preScore", []):
-            try:
-                status = _status(self._guard(plugin, "PreScore", plugin.pre_score, state, pod, batch), plugin.name)
-            except _PluginRaised as exc:
-                return exc.status
-            except TypeError as exc:
-                return Status.error(f'PreScore plugin "{plugin.name}": {exc}', plugin.name)
+    @_extension_point(PRE_SCORE, "preScore", lambda status: status)
+    def run_pre_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> Status:
+        sampled = state.record_plugin_metrics
+        for plugin in self.pre_score_plugins:
+            _, status = self._call(PRE_SCORE, plugin, sampled, plugin.pre_score, (state, pod, batch), _to_status)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
                 return status
-        return Status()
+        return SUCCESS
 
-    def _score_one(self, plugin: Any, state: CycleState, pod: Any, batch: NodeBatch) -> np.ndarray:
-        fn = getattr(plugin, "score_batch", None)
-        if fn is not None:
-            raw = self._guard(plugin, "Score", fn, state, pod, batch)
-            try:
-                scores = np.asarray(raw, dtype=np.int64).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise _PluginRaised(Status.error(f'Score plugin "{plugin.name}": {exc}', plugin.name)) from None
-            if len(scores) != len(batch):
-                raise _PluginRaised(Status.error(
-                    f'Score plugin "{plugin.name}" returned {len(scores)} scores for {len(batch)} nodes', plugin.name))
-            return scores
-        scores = np.zeros(len(batch), dtype=np.int64)
-        for i, info in enumerate(batch.node_infos()):
-            result = self._guard(plugin, "Score", plugin.score, state, pod, info)
-            if isinstance(result, tuple):
-                value, status = result
-                status = _status(status, plugin.name)
-                if not status.is_success():
-                    raise _PluginRaised(status)
-            else:
-                value = result
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise _PluginRaised(Status.error(
-                    f'Score plugin "{plugin.name}" returned {value!r} for node "{info.name}", expected an int',
-                    plugin.name))
-            scores[i] = int(value)
-        return scores
-
-    def run_score(self, state: CycleState, pod: Any, batch: NodeBatch) -> ScoreOutcome:
+    @_extension_point(SCORE, "score", lambda outcome: outcome.error or SUCCESS)
+    def run_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> ScoreOutcome:
+        sampled = state.record_plugin_metrics
         results: list[PluginScores] = []
         totals = np.zeros(len(batch), dtype=np.int64)
-        for plugin in self.score_plugins:
+        for plugin, call, normalize in self._scores:
             if plugin.name in state.skip_score_plugins:
                 continue
-            try:
-                raw = self._score_one(plugin, state, pod, batch)
-                normalized = raw.copy()
-                normalize = getattr(plugin, "normalize_score", None)
-                if normalize is not None:
-                    out = self._guard(plugin, "NormalizeScore", normalize, state, pod, normalized)
-                    if out is not None:
-                        normalized = np.asarray(out, dtype=np.int64).reshape(-1)
-            except _PluginRaised as exc:
-                return ScoreOutcome(tuple(results), totals, exc.status)
-            bad = np.flatnonzero((normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE))
-            if len(bad) or len(normalized) != len(batch):
+            raw, status = self._call(SCORE, plugin, sampled, call, (state, pod, batch), _to_scores)
+            normalized = raw
+            if raw is not None and normalize is not None:
+                normalized, status = self._call(NORMALIZE_SCORE, plugin, sampled, normalize,
+                                                (state, pod, raw.copy()), _to_normalized)
+            if raw is None or normalized is None:
+                return ScoreOutcome(tuple(results), totals, status)
+            if len(normalized) != len(batch) or (
+                len(normalized) and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE)
+            ):
+                bad = np.flatnonzero((normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE))
                 i = int(bad[0]) if len(bad) else 0
                 value = int(normalized[i]) if len(normalized) else None
                 return ScoreOutcome(tuple(results), totals, Status.error(
@@ -391,47 +431,39 @@ class Framework:
         return ScoreOutcome(tuple(results), totals)
 
     # -- reserve, permit, binding ------------------------------------------------
-    def _run_simple(self, point: str, method: str, state: CycleState, pod: Any, node: str) -> Status:
-        for plugin in self.points.get(point, []):
-            try:
-                status = _status(self._guard(plugin, point[0].upper() + point[1:], getattr(plugin, method),
-                                             state, pod, node), plugin.name)
-            except _PluginRaised as exc:
-                return exc.status
-            except TypeError as exc:
-                return Status.error(f'{point} plugin "{plugin.name}": {exc}', plugin.name)
+    @_extension_point(RESERVE, "reserve", lambda status: status)
+    def run_reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
+        sampled = state.record_plugin_metrics
+        for plugin in self.reserve_plugins:
+            _, status = self._call(RESERVE, plugin, sampled, plugin.reserve, (state, pod, node), _to_status)
             if not status.is_success():
                 return status
-        return Status()
+        return SUCCESS
 
-    def run_reserve(self, state: CycleState, pod: Any, node: str) -> Status:
-        return self._run_simple("reserve", "reserve", state, pod, node)
-
-    def run_unreserve(self, state: CycleState, pod: Any, node: str) -> None:
-        for plugin in reversed(self.points.get("reserve", [])):
-            fn = getattr(plugin, "unreserve", None)
-            if fn is None:
+    @_extension_point(UNRESERVE, "reserve", lambda _: SUCCESS)
+    def run_unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
+        """Every Reserve plugin's Unreserve, in reverse order. One that fails is logged
+        (plugin, pod, node) and the others still run, as in kube-scheduler."""
+        sampled = state.record_plugin_metrics
+        for plugin in reversed(self.reserve_plugins):
+            unreserve = getattr(plugin, "unreserve", None)
+            if unreserve is None:
                 continue
-            try:
-                fn(state, pod, node)
-            except Exception:  # unreserve must not stop the others
-                pass
+            _, status = self._call(UNRESERVE, plugin, sampled, unreserve, (state, pod, node), _to_status)
+            if not status.is_success():
+                logger.error("%s (pod %s, node %s)", status.message(), pod.key, node)
 
-    def run_permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+    @_extension_point(PERMIT, "permit", lambda result: result[0])
+    def run_permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status, float]:
         """Returns (status, wait timeout). Wait statuses are collected with the smallest timeout;
         the waiting plugins are registered in ``handle.waiting_pods`` for them to allow or reject."""
+        sampled = state.record_plugin_metrics
         wait: float | None = None
         waiting: set[str] = set()
-        for plugin in self.points.get("permit", []):
-            try:
-                result = self._guard(plugin, "Permit", plugin.permit, state, pod, node)
-            except _PluginRaised as exc:
-                return exc.status, 0.0
-            timeout = 0.0
-            if isinstance(result, tuple):
-                result, timeout = result
-            status = _status(result, plugin.name)
+        for plugin in self.permit_plugins:
+            timeout, status = self._call(PERMIT, plugin, sampled, plugin.permit, (state, pod, node), _to_permit)
             if status.code == Code.WAIT:
+                timeout = timeout or 0.0
                 wait = timeout if wait is None else min(wait, timeout)
                 waiting.add(plugin.name)
             elif not status.is_success():
@@ -439,37 +471,130 @@ class Framework:
         if wait is not None:
             self.handle.waiting_pods[pod.key] = WaitingPod(pod, waiting)
             return Status(Code.WAIT), wait
-        return Status(), 0.0
+        return SUCCESS, 0.0
 
-    async def _run_async(self, point: str, method: str, state: CycleState, pod: Any, node: str,
-                         stop_on_success: bool = False) -> Status:
-        label = point[0].upper() + point[1:]
-        for plugin in self.points.get(point, []):
-            try:
-                result = getattr(plugin, method)(state, pod, node)
-                if inspect.isawaitable(result):
-                    result = await result
-                status = _status(result, plugin.name)
-            except Exception as exc:
-                return Status.error(f'running {label} plugin "{plugin.name}": {type(exc).__name__}: {exc}',
-                                    plugin.name)
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
+        return await self._run_binding(PRE_BIND, "preBind", "pre_bind", state, pod, node)
+
+    async def run_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
+        """Bind plugins in order until one succeeds; Skip passes to the next (all Skip -> Skip)."""
+        return await self._run_binding(BIND, "bind", "bind", state, pod, node, first_success=True)
+
+    async def run_post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
+        await self._run_binding(POST_BIND, "postBind", "post_bind", state, pod, node)
+
+    async def _run_binding(self, point: str, key: str, method: str, state: CycleState, pod: Pod, node: str,
+                           *, first_success: bool = False) -> Status:
+        plugins = self.points.get(key, [])
+        metrics = self.handle.metrics if plugins else None
+        start = time.perf_counter() if metrics is not None else 0.0
+        outcome = Status(Code.SKIP) if first_success else SUCCESS
+        for plugin in plugins:
+            status = await self._call_async(point, plugin, state.record_plugin_metrics, getattr(plugin, method),
+                                            (state, pod, node))
             if status.is_skip():
                 continue
-            if not status.is_success():
-                return status
-            if stop_on_success:
-                return status
-        if stop_on_success:
-            return Status(Code.SKIP)
-        return Status()
+            if not status.is_success() or first_success:
+                outcome = status
+                break
+        if metrics is not None:
+            metrics.observe_extension_point(point, outcome.code.label, self.profile_name, time.perf_counter() - start)
+        return outcome
 
-    async def run_pre_bind(self, state: CycleState, pod: Any, node: str) -> Status:
-        return await self._run_async("preBind", "pre_bind", state, pod, node)
 
-    async def run_bind(self, state: CycleState, pod: Any, node: str) -> Status:
-        """Bind plugins in order until one succeeds; Skip passes to the next."""
-        return await self._run_async("bind", "bind", state, pod, node, stop_on_success=True)
+# -- what plugins return, per extension point -------------------------------------------
 
-    async def run_post_bind(self, state: CycleState, pod: Any, node: str) -> None:
-        await self._run_async("postBind", "post_bind", state, pod, node)
 
+def _raised(point: str, plugin: str, exc: Exception) -> Status:
+    """The one message of a failed plugin call."""
+    return Status.error(f'running {point} plugin "{plugin}": {type(exc).__name__}: {exc}', plugin)
+
+
+def _to_status(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[None, Status]:
+    if result is None:
+        return None, SUCCESS
+    if isinstance(result, Status):
+        return None, result.with_plugin(plugin)
+    raise TypeError(f"expected a Status or None, got {type(result).__name__}")
+
+
+def _to_pre_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[frozenset[str] | None, Status]:
+    if isinstance(result, PreFilterResult):
+        return result.node_names, result.status.with_plugin(plugin)
+    return _to_status(result, plugin, args)
+
+
+def _to_verdict(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[FilterVerdict | None, Status]:
+    """A verdict over the batch (``args[2]``); one that rejects a node with Error fails the call."""
+    if result is None:
+        return None, SUCCESS
+    size = len(args[2])
+    if not isinstance(result, FilterVerdict) or result.size != size:
+        raise TypeError(f"returned {result!r}, expected a FilterVerdict of {size} nodes")
+    error = result.first_error(plugin)
+    return result, error if error is not None else SUCCESS
+
+
+def _to_post_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[str | None, Status]:
+    node, status = result if isinstance(result, tuple) else (None, result)
+    return node, _to_status(status, plugin, args)[1]
+
+
+def _to_scores(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
+    scores = np.asarray(result, dtype=np.int64).reshape(-1)
+    size = len(args[2])
+    if len(scores) != size:
+        raise ValueError(f"returned {len(scores)} scores for {size} nodes")
+    return scores, SUCCESS
+
+
+def _to_normalized(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
+    """NormalizeScore returns the new scores, or None after changing them in place (``args[2]``)."""
+    if result is None:
+        return args[2], SUCCESS
+    return np.asarray(result, dtype=np.int64).reshape(-1), SUCCESS
+
+
+def _to_permit(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[float, Status]:
+    timeout = 0.0
+    if isinstance(result, tuple):
+        result, timeout = result
+    return float(timeout), _to_status(result, plugin, args)[1]
+
+
+def _filter_call(plugin: FilterPlugin) -> Callable[[CycleState, Pod, NodeBatch], FilterVerdict | None]:
+    """The plugin's Filter as one call over a batch: ``filter_batch``, or ``filter`` per node."""
+    if isinstance(plugin, BatchFilterPlugin):
+        return plugin.filter_batch
+    node_filter = cast(NodeFilterPlugin, plugin)
+
+    def filter_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> FilterVerdict:
+        verdict = FilterVerdict(len(batch))
+        for i, info in enumerate(batch.node_infos()):
+            _, status = _to_status(node_filter.filter(state, pod, info), plugin.name, ())
+            if not status.is_success() and not status.is_skip():
+                verdict.reject_one(i, status)
+        return verdict
+
+    return filter_nodes
+
+
+def _score_call(plugin: ScorePlugin) -> Callable[[CycleState, Pod, NodeBatch], Any]:
+    """The plugin's Score as one call over a batch: ``score_batch``, or ``score`` per node."""
+    if isinstance(plugin, BatchScorePlugin):
+        return plugin.score_batch
+    node_score = cast(NodeScorePlugin, plugin)
+
+    def score_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> np.ndarray:
+        scores = np.zeros(len(batch), dtype=np.int64)
+        for i, info in enumerate(batch.node_infos()):
+            result = node_score.score(state, pod, info)
+            value, status = result if isinstance(result, tuple) else (result, None)
+            if status is not None and not status.is_success():
+                raise ValueError(f'node "{info.name}": {status.code.label}: {status.message()}')
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f'returned {value!r} for node "{info.name}", expected an int')
+            scores[i] = int(value)
+        return scores
+
+    return score_nodes

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 import numpy as np
 
 from scorer.framework.status import Code, Status
-from scorer.model import Node, Pod
+from scorer.model import Node, Pod, Taint
 from scorer.state.labels import LabelColumn
 from scorer.state.nodeinfo import NodeInfo
 from scorer.state.nodetable import NodeTable
@@ -45,9 +45,22 @@ class NodeBatch:
         nodes = self.table.nodes
         return [nodes[r] for r in self.rows.tolist()]
 
+    def named(self, names: Iterable[str]) -> np.ndarray:
+        """Bool per node: its name is one of ``names``."""
+        hit = np.zeros(len(self.table), dtype=bool)
+        for name in names:
+            row = self.table.index.get(name)
+            if row is not None:
+                hit[row] = True
+        return hit[self.rows]
+
     def node_infos(self) -> Iterator[NodeInfo]:
         for r in self.rows.tolist():
             yield self.table.node_info(r)
+
+    def has_resource(self, resource: str) -> bool:
+        """True if some node of the table has or uses ``resource`` (it has a column)."""
+        return resource in self.table.resource_index
 
     def allocatable(self, resource: str) -> np.ndarray:
         """int64 allocatable of ``resource`` per node (0 where the node has none)."""
@@ -69,8 +82,13 @@ class NodeBatch:
         return self.table.non_zero_requested[self.rows, col]
 
     def taint_set_ids(self) -> np.ndarray:
-        """Per node, the id of its taint set in ``table.taint_sets``."""
+        """Per node, the id of its taint set in ``taint_sets``."""
         return self.table.taint_set[self.rows]
+
+    @property
+    def taint_sets(self) -> list[tuple[Taint, ...]]:
+        """The distinct taint sets of the table (id 0 is the empty set); index with ``taint_set_ids()``."""
+        return self.table.taint_sets
 
     def unschedulable(self) -> np.ndarray:
         return self.table.unschedulable[self.rows]
@@ -129,6 +147,13 @@ class FilterVerdict:
     @property
     def failed(self) -> np.ndarray:
         return self.severity > 0
+
+    def first_error(self, plugin: str = "") -> Status | None:
+        """The status of the first node rejected with Error (a per-node plugin failed), or None."""
+        if not self.reasons:
+            return None
+        errors = np.flatnonzero(self.severity == _SEVERITY[Code.ERROR])
+        return self.status_at(int(errors[0]), plugin) if len(errors) else None
 
     def status_at(self, index: int, plugin: str = "") -> Status:
         level = int(self.severity[index])

@@ -1,31 +1,7 @@
-"""Built-in plugins, registered through the same hook as third-party ones."""
+"""Built-in plugins: kube-scheduler's plugins that scorer implements, one module each.
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from scorer.hookspecs import hookimpl
-
-if TYPE_CHECKING:
-    from scorer.framework.catalog import PluginRegistry
-
-
-@hookimpl
-def scorer_register_plugins(registry: PluginRegistry) -> None:
-    """Register kube-scheduler's plugins that scorer implements."""
-    from scorer.plugins import (
-        defaultbinder,
-        imagelocality,
-        nodeaffinity,
-        nodename,
-        nodeports,
-        nodeunschedulable,
-        queuesort,
-        schedulinggates,
-        tainttoleration,
-    )
-    from scorer.plugins.noderesources import balanced_allocation, fit
-
-    for module in (schedulinggates, queuesort, nodeunschedulable, nodename, tainttoleration,
-                   nodeaffinity, nodeports, fit, balanced_allocation, imagelocality, defaultbinder):
-        module.register(registry)
+Each module has the same shape (``NAME``, its args class, state keys, the
+plugin class, helpers, ``factory`` and ``register`` at the bottom); the
+plugin registry (``scorer.registry``) registers them through the same hook
+as third-party plugins. ``helper`` holds what several plugins share.
+"""

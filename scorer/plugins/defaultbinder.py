@@ -1,18 +1,20 @@
 """DefaultBinder: binds through the cluster source (the API's pods/binding, or
-the in-memory cluster in simulate)."""
+the in-memory cluster in simulate), as kube's ``defaultbinder``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scorer.framework import Status
+from scorer.framework.status import Status
 
 if TYPE_CHECKING:
-    from scorer.framework import CycleState
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
 
 NAME = "DefaultBinder"
+ERR_NO_CLUSTER = "no cluster to bind to"
 
 
 class DefaultBinder:
@@ -23,12 +25,12 @@ class DefaultBinder:
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         if self._binder is None:
-            return Status.error("no cluster to bind to", NAME)
+            return Status.error(ERR_NO_CLUSTER, NAME)
         await self._binder.bind(pod, node_name)
         return None
 
 
-def factory(args: Any, handle: Any) -> DefaultBinder:
+def factory(args: None, handle: Handle) -> DefaultBinder:
     return DefaultBinder(handle.binder)
 
 

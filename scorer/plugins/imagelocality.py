@@ -1,5 +1,6 @@
 """ImageLocality: favour nodes that already have the pod's container images
-(reference §3.9). No NormalizeScore: the score is already 0..100.
+(kube's ``imagelocality``, reference §3.9). No NormalizeScore: the score is
+already 0..100.
 
 Each image found on the node contributes its size scaled by the share of
 nodes that have it, ``int64(float64(size) * (float64(numNodes) /
@@ -14,16 +15,16 @@ one numpy update per container of the pod.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scorer.framework import NodeBatch
-from scorer.framework.types import MAX_NODE_SCORE
+from scorer.framework.types import MAX_NODE_SCORE, NodeBatch
 
 if TYPE_CHECKING:
-    from scorer.framework import CycleState
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Handle
     from scorer.model import Node, Pod
     from scorer.state import NodeTable
 
@@ -32,6 +33,39 @@ MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 DEFAULT_IMAGE_TAG = "latest"
+
+
+class ImageLocality:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._index: _ImageIndex | None = None
+
+    def _images(self, table: NodeTable) -> _ImageIndex:
+        index = self._index
+        if index is None or not index.still_valid(table):
+            index = self._index = _ImageIndex(table)
+        return index
+
+    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        table = nodes.table
+        index = self._images(table)
+        total_nodes = len(table)
+        containers = (*pod.init_containers, *pod.containers)
+        # Sums at or above the top threshold all score 100: saturating there keeps
+        # huge image sizes from overflowing int64 without changing any score.
+        ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
+        sums = np.zeros(total_nodes, dtype=np.int64)
+        for container in containers:
+            name = normalized_image_name(container.image)
+            rows = index.rows_of.get(name)
+            if rows is None:
+                continue
+            # kube's scaledImageScore, in the same float64 operations.
+            spread = float(len(rows)) / float(total_nodes)
+            scaled = min(int(float(index.sizes[name]) * spread), ceiling)
+            sums[rows] = np.minimum(sums[rows] + scaled, ceiling)
+        return calculate_priority(sums[nodes.rows], len(containers))
 
 
 def normalized_image_name(name: str) -> str:
@@ -85,36 +119,7 @@ class _ImageIndex:
         return True
 
 
-class ImageLocality:
-    name = NAME
-
-    def __init__(self) -> None:
-        self._index: _ImageIndex | None = None
-
-    def _images(self, table: NodeTable) -> _ImageIndex:
-        index = self._index
-        if index is None or not index.still_valid(table):
-            index = self._index = _ImageIndex(table)
-        return index
-
-    def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
-        table = nodes.table
-        index = self._images(table)
-        total_nodes = len(table)
-        containers = (*pod.init_containers, *pod.containers)
-        sums = np.zeros(total_nodes, dtype=np.int64)
-        for container in containers:
-            name = normalized_image_name(container.image)
-            rows = index.rows_of.get(name)
-            if rows is None:
-                continue
-            # kube's scaledImageScore, in the same float64 operations.
-            spread = float(len(rows)) / float(total_nodes)
-            sums[rows] += int(float(index.sizes[name]) * spread)
-        return calculate_priority(sums[nodes.rows], len(containers))
-
-
-def factory(args: Any, handle: Any) -> ImageLocality:
+def factory(args: None, handle: Handle) -> ImageLocality:
     return ImageLocality()
 
 

@@ -1,6 +1,13 @@
 """NodeAffinity: Filter on the pod's ``nodeSelector``, its required node
 affinity and the scheduler-enforced ``addedAffinity``; Score by the weights of
-the preferred terms a node matches (reference §3.7).
+the preferred terms a node matches (kube's ``nodeaffinity``, reference §3.7).
+
+Filter: the node matches every ``nodeSelector`` label and one of the
+required terms (terms OR-ed, requirements AND-ed), and ``addedAffinity``'s
+required terms; PreFilter narrows the nodes when every term pins
+``metadata.name``. Score: the sum of the weights of the preferred terms
+(the pod's and ``addedAffinity``'s) the node matches, then
+DefaultNormalizeScore.
 
 Selectors are evaluated per label key, per distinct label value: the node
 labels of the table are turned into one integer code column per key (built
@@ -16,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from scorer.framework import Code, NodeBatch, PreFilterResult, Status
-from scorer.framework.types import FilterVerdict
+from scorer.framework.events import ADD, NODE, UPDATE_NODE_LABEL, ClusterEvent
+from scorer.framework.status import Code, Status
+from scorer.framework.types import FilterVerdict, NodeBatch, PreFilterResult
 from scorer.model import NodeAffinity as NodeAffinitySpec
 from scorer.model import (
     NodeSelector,
@@ -30,8 +38,9 @@ from scorer.model import (
 from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
-    from scorer.framework import CycleState
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
 
 NAME = "NodeAffinity"
@@ -40,8 +49,6 @@ NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-_PRE_FILTER_KEY = "PreFilter" + NAME
-_PRE_SCORE_KEY = "PreScore" + NAME
 _NODE_NAME_FIELD = "metadata.name"
 
 
@@ -81,24 +88,27 @@ class NodeAffinityArgs:
         return list(self._parse_errors)
 
 
+_PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+
 @attrs.frozen(slots=True)
-class _FilterState:
+class _PreFilterState:
     node_selector: Mapping[str, str]
     required: NodeSelector | None
 
 
-def _required_of(pod: Pod) -> NodeSelector | None:
-    affinity = pod.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return None
-    return affinity.node_affinity.required
+@attrs.frozen(slots=True)
+class _PreScoreState:
+    preferred: tuple[PreferredSchedulingTerm, ...]  # the pod's own preferred terms
 
 
-def _preferred_of(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
-    affinity = pod.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return ()
-    return affinity.node_affinity.preferred
+def _pre_filter_state(state: CycleState) -> _PreFilterState | None:
+    return state.get(_PRE_FILTER_KEY)
+
+
+def _pre_score_state(state: CycleState) -> _PreScoreState | None:
+    return state.get(_PRE_SCORE_KEY)
 
 
 class NodeAffinity:
@@ -113,17 +123,16 @@ class NodeAffinity:
             added.preferred if added is not None else None
         )
 
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A new node, or a node's labels changing."""
+        return [ClusterEvent(NODE, ADD), ClusterEvent(NODE, UPDATE_NODE_LABEL)]
+
     # -- vectorized selector evaluation --------------------------------------------
     def _requirement(
         self, req: NodeSelectorRequirement, nodes: NodeBatch, field: bool
     ) -> np.ndarray:
         if field:  # matchFields: metadata.name In/NotIn one name
-            named = np.zeros(len(nodes.table), dtype=bool)
-            for value in req.values:
-                row = nodes.table.index.get(value)
-                if row is not None:
-                    named[row] = True
-            hit = named[nodes.rows]
+            hit = nodes.named(req.values)
             return hit if req.operator == "In" else ~hit
         column = nodes.label_column(req.key)
         return column.lookup(req)[column.codes[nodes.rows]]
@@ -171,7 +180,7 @@ class NodeAffinity:
         required = _required_of(pod)
         if required is None and self.added_required is None and not pod.node_selector:
             return Status.skip()  # nothing to filter for this pod
-        state.write(_PRE_FILTER_KEY, _FilterState(pod.node_selector, required))
+        state.write(_PRE_FILTER_KEY, _PreFilterState(pod.node_selector, required))
         if required is None or not required.terms:
             return None
         # Terms are OR-ed: only if every term pins metadata.name can the nodes be narrowed.
@@ -197,9 +206,9 @@ class NodeAffinity:
         if self.added_required is not None:
             enforced_fail = ~self._selector(self.added_required, nodes)
             verdict.reject(enforced_fail, ERR_REASON_ENFORCED, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-        pre: _FilterState | None = state.get(_PRE_FILTER_KEY)
+        pre = _pre_filter_state(state)
         if pre is None:  # PreFilter disabled
-            pre = _FilterState(pod.node_selector, _required_of(pod))
+            pre = _PreFilterState(pod.node_selector, _required_of(pod))
         match = self._labels_match(pre.node_selector, nodes)
         if pre.required is not None:
             match &= self._selector(pre.required, nodes)
@@ -211,20 +220,33 @@ class NodeAffinity:
         preferred = _preferred_of(pod)
         if not preferred and self.added_preferred is None:
             return Status.skip()
-        state.write(_PRE_SCORE_KEY, preferred)
+        state.write(_PRE_SCORE_KEY, _PreScoreState(preferred))
         return None
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
-        preferred = state.get(_PRE_SCORE_KEY)
-        if preferred is None:  # PreScore disabled
-            preferred = _preferred_of(pod)
+        pre = _pre_score_state(state)
+        preferred = pre.preferred if pre is not None else _preferred_of(pod)  # None: PreScore disabled
         return self._preferred_sum((*(self.added_preferred or ()), *preferred), nodes)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=False)
 
 
-def factory(args: NodeAffinityArgs | None, handle: Any) -> NodeAffinity:
+def _required_of(pod: Pod) -> NodeSelector | None:
+    affinity = pod.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    return affinity.node_affinity.required
+
+
+def _preferred_of(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
+    affinity = pod.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return ()
+    return affinity.node_affinity.preferred
+
+
+def factory(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
     return NodeAffinity(args if args is not None else NodeAffinityArgs())
 
 

@@ -1,4 +1,5 @@
-"""NodePorts: reject nodes where a host port the pod wants is already taken.
+"""NodePorts: reject nodes where a host port the pod wants is already taken
+(kube's ``nodeports``).
 
 A wanted ``(hostIP, protocol, hostPort)`` conflicts with a used one with the
 same protocol and port when the IPs overlap: equal, or either is ``0.0.0.0``
@@ -11,29 +12,73 @@ touches only the nodes that use the wanted port.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 
-from scorer.framework import Code, FilterVerdict, NodeBatch, Status
+from scorer.framework.events import ADD, ASSIGNED_POD, DELETE, NODE, ClusterEvent
+from scorer.framework.status import Code, Status
+from scorer.framework.types import FilterVerdict, NodeBatch
 
 if TYPE_CHECKING:
-    from scorer.framework import CycleState
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Handle
     from scorer.model import ContainerPort, Pod
     from scorer.state import NodeTable
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
-_PRE_FILTER_KEY = "PreFilter" + NAME
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 
 # (host IP, protocol, port) with kube's sanitizing applied.
 HostPort = tuple[str, str, int]
 
+_PRE_FILTER_KEY = "PreFilter" + NAME
 
-def _sanitize(port: ContainerPort) -> HostPort:
-    return (port.host_ip or DEFAULT_BIND_ALL_HOST_IP, port.protocol or "TCP", port.host_port)
+
+@attrs.frozen(slots=True)
+class _PreFilterState:
+    wanted: tuple[HostPort, ...]  # the pod's host ports, sanitized
+
+
+def _pre_filter_state(state: CycleState) -> _PreFilterState | None:
+    return state.get(_PRE_FILTER_KEY)
+
+
+class NodePorts:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._used: _UsedPorts | None = None
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A bound pod leaving frees its ports; a new node has all of them free."""
+        return [ClusterEvent(ASSIGNED_POD, DELETE), ClusterEvent(NODE, ADD)]
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
+        wanted = _wanted_ports(pod)
+        if not wanted:
+            return Status.skip()
+        state.write(_PRE_FILTER_KEY, _PreFilterState(wanted))
+        return None
+
+    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
+        pre = _pre_filter_state(state)
+        wanted = pre.wanted if pre is not None else _wanted_ports(pod)  # None: PreFilter disabled
+        if not wanted:
+            return None
+        conflict = self._used_ports(nodes.table).conflicting_rows(wanted)
+        verdict = FilterVerdict(len(nodes))
+        verdict.reject(conflict[nodes.rows], ERR_REASON, Code.UNSCHEDULABLE)
+        return verdict
+
+    def _used_ports(self, table: NodeTable) -> _UsedPorts:
+        used = self._used
+        if used is None or used.table is not table or used.version != table.version:
+            used = self._used = _UsedPorts(table)
+        return used
 
 
 class _UsedPorts:
@@ -77,38 +122,15 @@ class _UsedPorts:
         return conflict
 
 
-class NodePorts:
-    name = NAME
-
-    def __init__(self) -> None:
-        self._used: _UsedPorts | None = None
-
-    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
-        wanted = tuple(_sanitize(p) for p in pod.host_ports)
-        if not wanted:
-            return Status.skip()
-        state.write(_PRE_FILTER_KEY, wanted)
-        return None
-
-    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
-        wanted = state.get(_PRE_FILTER_KEY)
-        if wanted is None:  # PreFilter disabled
-            wanted = tuple(_sanitize(p) for p in pod.host_ports)
-        if not wanted:
-            return None
-        conflict = self._used_ports(nodes.table).conflicting_rows(wanted)
-        verdict = FilterVerdict(len(nodes))
-        verdict.reject(conflict[nodes.rows], ERR_REASON, Code.UNSCHEDULABLE)
-        return verdict
-
-    def _used_ports(self, table: NodeTable) -> _UsedPorts:
-        used = self._used
-        if used is None or used.table is not table or used.version != table.version:
-            used = self._used = _UsedPorts(table)
-        return used
+def _sanitize(port: ContainerPort) -> HostPort:
+    return (port.host_ip or DEFAULT_BIND_ALL_HOST_IP, port.protocol or "TCP", port.host_port)
 
 
-def factory(args: Any, handle: Any) -> NodePorts:
+def _wanted_ports(pod: Pod) -> tuple[HostPort, ...]:
+    return tuple(_sanitize(p) for p in pod.host_ports)
+
+
+def factory(args: None, handle: Handle) -> NodePorts:
     return NodePorts()
 
 

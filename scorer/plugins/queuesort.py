@@ -1,11 +1,16 @@
-"""PrioritySort: higher spec.priority first, then the earlier queue timestamp."""
+"""PrioritySort: the queue's order (kube's ``queuesort/priority_sort.go``, reference §2.2).
+
+``Less(a, b)``: the higher ``spec.priority`` first; at equal priority the
+earlier queue timestamp (when the pod entered or re-entered the queue).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.runtime import Handle
     from scorer.framework.types import QueuedPodInfo
 
 NAME = "PrioritySort"
@@ -19,7 +24,7 @@ class PrioritySort:
         return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 
-def factory(args: Any, handle: Any) -> PrioritySort:
+def factory(args: None, handle: Handle) -> PrioritySort:
     return PrioritySort()
 
 

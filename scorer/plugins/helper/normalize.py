@@ -19,16 +19,14 @@ def default_normalize_score(scores: np.ndarray, *, reverse: bool, max_priority: 
         if reverse:
             return np.full(len(scores), max_priority, dtype=np.int64)
         return scores
-    scaled = _trunc_div(max_priority * scores, top)
+    scaled = trunc_div(max_priority * scores, top)
     if reverse:
         scaled = max_priority - scaled
     return scaled
 
 
-def _trunc_div(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
+def trunc_div(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
     """Go's integer division (truncates toward zero), elementwise."""
     q = np.abs(a) // np.abs(b)
     return np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
 
-
-trunc_div = _trunc_div

@@ -1,1 +1,1 @@
-"""NodeResourcesFit and its scoring strategies."""
+"""NodeResourcesFit and NodeResourcesBalancedAllocation, and the resource arithmetic they share."""

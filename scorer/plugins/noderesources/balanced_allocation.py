@@ -1,37 +1,42 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resource usage stays
-balanced across resources once the pod is placed (kube ≤ 1.35 formula,
-reference §3.5).
+balanced across resources once the pod is placed (kube ≤ 1.35
+``noderesources/balanced_allocation.go``, reference §3.5).
 
-For each configured resource with allocatable > 0 the fraction
+For each configured resource with allocatable != 0 the fraction
 ``min((node requested + pod request) / allocatable, 1)`` is taken, with the
 pods' actual requests (not the non-zero defaults). The score is
 ``int64((1 - std) * 100)`` where std is ``|f1 - f2| / 2`` for two fractions
 and the population standard deviation for more. The float64 operations are
-done in Go's order, so results match bit for bit.
+done in Go's order, so results match bit for bit. PreScore skips pods that
+request none of the resources (best-effort pods would otherwise pile onto
+one node, kubernetes#129138).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from scorer.config.validation import extended_resource_name_errors, quote
-from scorer.framework import NodeBatch, Status
-from scorer.framework.types import MAX_NODE_SCORE
-from scorer.plugins.noderesources.args import DEFAULT_RESOURCES, ResourceSpec, _default_resources
+from scorer.config.validation import quote
+from scorer.framework.status import Status
+from scorer.framework.types import MAX_NODE_SCORE, NodeBatch
+from scorer.plugins.noderesources.resources import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    allocatable_and_requested,
+    default_resources,
+    pod_requests,
+)
 
 if TYPE_CHECKING:
-    from scorer.framework import CycleState
     from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Handle
     from scorer.model import Pod
 
 NAME = "NodeResourcesBalancedAllocation"
-_PRE_SCORE_KEY = "PreScore" + NAME
-
-# Resources kube reads from NodeInfo's own fields; others are scalar resources.
-_NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 
 @attrs.frozen(slots=True)
@@ -43,9 +48,7 @@ class NodeResourcesBalancedAllocationArgs:
     names unique.
     """
 
-    resources: tuple[ResourceSpec, ...] = attrs.field(
-        default=DEFAULT_RESOURCES, converter=_default_resources
-    )
+    resources: tuple[ResourceSpec, ...] = attrs.field(default=DEFAULT_RESOURCES, converter=default_resources)
 
     def validate(self) -> list[tuple[str, str]]:
         errors: list[tuple[str, str]] = []
@@ -55,19 +58,20 @@ class NodeResourcesBalancedAllocationArgs:
                 errors.append((f"resources[{i}].name", f"Duplicate value: {quote(resource.name)}"))
             seen.add(resource.name)
             if resource.weight != 1:
-                message = f"Invalid value: {resource.weight}: must be 1"
-                errors.append((f"resources[{i}].weight", message))
+                errors.append((f"resources[{i}].weight", f"Invalid value: {resource.weight}: must be 1"))
         return errors
 
 
-def is_scalar_resource(name: str) -> bool:
-    """kube's ``IsScalarResourceName``: extended, hugepages, ``*kubernetes.io/*``
-    and attachable-volumes resources. ``pods`` and unknown unprefixed names are not."""
-    return (
-        name.startswith(("hugepages-", "attachable-volumes-"))
-        or "kubernetes.io/" in name
-        or not extended_resource_name_errors(name)
-    )
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+
+@attrs.frozen(slots=True)
+class _PreScoreState:
+    requests: tuple[int, ...]  # the pod's actual request of each configured resource
+
+
+def _pre_score_state(state: CycleState) -> _PreScoreState | None:
+    return state.get(_PRE_SCORE_KEY)
 
 
 class NodeResourcesBalancedAllocation:
@@ -77,53 +81,42 @@ class NodeResourcesBalancedAllocation:
         self.args = args
         self.resources = tuple(r.name for r in args.resources)
 
-    def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
-        return tuple(pod.requests.get(resource, 0) for resource in self.resources)
-
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
-        requests = self._pod_requests(pod)
+        requests = pod_requests(pod, self.resources, non_zero=False)
         if not any(requests):
-            # Best-effort pods would otherwise pile onto one node (kubernetes#129138).
             return Status.skip()
-        state.write(_PRE_SCORE_KEY, requests)
+        state.write(_PRE_SCORE_KEY, _PreScoreState(requests))
         return None
 
-    def _allocatable_requested(self, nodes: NodeBatch, resource: str, pod_request: int
-                               ) -> tuple[np.ndarray, np.ndarray] | None:
-        """kube's calculateResourceAllocatableRequest (useRequested); None = resource skipped."""
-        if resource not in _NATIVE and (pod_request == 0 or not is_scalar_resource(resource)):
-            return None
-        col = nodes.table.resource_index.get(resource)
-        if col is None:
-            return None
-        rows = nodes.rows
-        return nodes.table.allocatable[rows, col], nodes.table.requested[rows, col] + pod_request
-
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
-        requests = state.get(_PRE_SCORE_KEY)
-        if requests is None:  # PreScore disabled
-            requests = self._pod_requests(pod)
-            if not any(requests):
-                return np.zeros(len(nodes), dtype=np.int64)
+        pre = _pre_score_state(state)
+        requests = pre.requests if pre is not None else pod_requests(pod, self.resources, non_zero=False)
+        if not any(requests):  # PreScore disabled, best-effort pod
+            return np.zeros(len(nodes), dtype=np.int64)
         fractions = []
         included = []
         for resource, pod_request in zip(self.resources, requests, strict=True):
-            pair = self._allocatable_requested(nodes, resource, pod_request)
+            pair = allocatable_and_requested(nodes, resource, pod_request, non_zero=False)
             if pair is None:
                 continue
             allocatable, requested = pair
             present = allocatable != 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fraction = requested.astype(np.float64) / allocatable.astype(np.float64)
-            fractions.append(np.where(present, np.minimum(fraction, 1.0), 0.0))
+            fraction = np.divide(
+                requested.astype(np.float64), allocatable.astype(np.float64),
+                out=np.zeros(len(nodes), dtype=np.float64), where=present,
+            )
+            fractions.append(np.minimum(fraction, 1.0))
             included.append(present)
         return _balanced_score(fractions, included, len(nodes))
 
 
-def _balanced_score(
-    fractions: list[np.ndarray], included: list[np.ndarray], size: int
-) -> np.ndarray:
+def _balanced_score(fractions: list[np.ndarray], included: list[np.ndarray], size: int) -> np.ndarray:
     """kube's balancedResourceScorer per node; fractions[i][n] counts where included[i][n]."""
+    if len(fractions) == 2:  # the default (cpu, memory): no stacking needed
+        both = included[0] & included[1]
+        return ((1.0 - np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)) * MAX_NODE_SCORE).astype(
+            np.int64
+        )
     std = np.zeros(size, dtype=np.float64)
     if fractions:
         frac = np.stack(fractions, axis=1)
@@ -153,18 +146,11 @@ def _balanced_score(
     return ((1.0 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
-def factory(
-    args: NodeResourcesBalancedAllocationArgs | None, handle: Any
-) -> NodeResourcesBalancedAllocation:
-    if args is None:
-        args = NodeResourcesBalancedAllocationArgs()
-    return NodeResourcesBalancedAllocation(args)
+def factory(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> NodeResourcesBalancedAllocation:
+    return NodeResourcesBalancedAllocation(args if args is not None else NodeResourcesBalancedAllocationArgs())
 
 
 def register(registry: PluginRegistry) -> None:
     registry.register(
-        NAME,
-        factory,
-        args_type=NodeResourcesBalancedAllocationArgs,
-        plugin_type=NodeResourcesBalancedAllocation,
+        NAME, factory, args_type=NodeResourcesBalancedAllocationArgs, plugin_type=NodeResourcesBalancedAllocation
     )

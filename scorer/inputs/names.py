@@ -1,0 +1,66 @@
+"""Kubernetes name validators, with k8s.io/apimachinery's wording.
+
+``qualified_name_errors`` is ``validation.IsQualifiedName`` (label keys,
+resource names); ``extended_resource_name_errors`` is the API's check of an
+extended resource name (``example.com/gpu``). Both return the reasons a
+value is invalid, [] when it is valid. The configuration and the plugins'
+args use them, so they live below both.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_NAME_MAX = 63
+_PREFIX_MAX = 253
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """Why ``value`` is not a qualified name (``[prefix/]name``, as label keys); [] if it is."""
+    parts = value.split("/")
+    errors: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        elif len(prefix) > _PREFIX_MAX:
+            errors.append(f"prefix part must be no more than {_PREFIX_MAX} characters")
+        elif not _DNS1123_SUBDOMAIN.match(prefix):
+            errors.append(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
+                "alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character"
+            )
+    else:
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character, with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > _NAME_MAX:
+        errors.append(f"name part must be no more than {_NAME_MAX} characters")
+    elif not _NAME.match(name):
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
+        )
+    return errors
+
+
+def extended_resource_name_errors(value: str) -> list[str]:
+    """Why ``value`` is not a valid extended resource name (``example.com/gpu``); [] if it is."""
+    errors = qualified_name_errors(value)
+    if errors:
+        return errors
+    native = "/" not in value or "kubernetes.io/" in value
+    if native or value.startswith("requests.") or qualified_name_errors("requests." + value):
+        return ["is an invalid extended resource name"]
+    return []
