@@ -15,8 +15,11 @@ Synthetic clusters as kube-scheduler's scheduler_perf builds them: nodes of
 4 CPU, 32Gi memory, 110 pods, spread over 3 zones; ``--existing-per-node``
 running pods on each node; then ``--pods`` pending pods (100m CPU, 500Mi, the
 scheduler_perf pod template) scheduled one by one with the default profile.
-Per-cycle time is the synchronous scheduling cycle (pop, filter, score,
-select, assume, reserve, permit); pods/s also counts the in-memory bind.
+The pods are scheduled by ``Scheduler.schedule_one``, each binding awaited
+before the next pod. Per-cycle time is one ``schedule_one`` call: pop, the
+synchronous scheduling cycle (filter, score, select, assume, reserve,
+permit) and starting the binding task; pods/s also counts the binding cycle
+and the in-memory bind (with the event handlers confirming the pod).
 Results are printed as a table and written as JSON.
 """
 
@@ -35,7 +38,7 @@ import numpy as np
 
 from scorer import __version__
 from scorer.assembly import assemble, gc_tuned
-from scorer.memory import InMemoryCluster
+from scorer.cluster.memory import InMemoryCluster
 from scorer.model import Node, Pod, node_from_dict, pod_from_dict
 from scorer.sources import MetricsSnapshot, NodeIndex, NodeMapping
 from scorer.sources.source import parse_vector
@@ -111,23 +114,20 @@ def run_size(node_count: int, pod_count: int, existing_per_node: int, seed: int,
                        metrics_snapshot=metrics_snapshot(nodes, seed))
     else:
         asm = assemble(None, cluster, autoload=False, seed=seed)
-    asm.cache.load(nodes, existing, [])
-    for pod in pending:
-        asm.queue.add(pod)
-    scheduler, queue = asm.scheduler, asm.queue
+    cluster.start(asm.handlers)  # nodes and running pods into the cache, pending pods into the queue
+    scheduler = asm.scheduler
     cycle_times: list[float] = []
     scheduled = 0
 
     async def loop() -> None:
         nonlocal scheduled
         while True:
-            qpi = queue.pop()
-            if qpi is None:
-                break
             t0 = time.perf_counter()
-            attempt = scheduler.scheduling_cycle(qpi)
+            turn = scheduler.schedule_one()
+            if turn is None:
+                break
             cycle_times.append(time.perf_counter() - t0)
-            if attempt is not None and await scheduler.binding_cycle(attempt):
+            if turn.binding is not None and await turn.binding:
                 scheduled += 1
 
     with gc_tuned():

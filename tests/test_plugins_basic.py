@@ -6,9 +6,9 @@ import asyncio
 
 import attrs
 
+from scorer.cluster.memory import InMemoryCluster
 from scorer.framework import Code, CycleState
 from scorer.framework.types import QueuedPodInfo
-from scorer.memory import InMemoryCluster
 from scorer.plugins.defaultbinder import DefaultBinder
 from scorer.plugins.nodename import NodeName
 from scorer.plugins.nodeunschedulable import NodeUnschedulable

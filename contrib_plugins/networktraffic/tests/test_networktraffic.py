@@ -19,10 +19,10 @@ from scorer_networktraffic import NAME, NetworkTraffic, NetworkTrafficArgs
 from scorer_networktraffic.plugin import METRICS
 
 from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError, PluginError
 from scorer.framework import Code
-from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
