@@ -17,7 +17,7 @@ anything else an error with ``binding rejected: <message>``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import logging
 
 from scorer.cycle import ERROR, NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
@@ -29,6 +29,49 @@ log = logging.getLogger("scorer.binding")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, "Delete")
 
 
+class BindingSlots:
+    """At most ``limit`` bindings past Permit at once; the others wait for a slot in turn.
+
+    An asyncio.Semaphore would do, but costs three coroutines per binding; a
+    free slot here is taken with two attribute updates (``try_acquire``).
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"the binding limit must be >= 1, got {limit}")
+        self.limit = limit
+        self.in_use = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_acquire(self) -> bool:
+        if self.in_use < self.limit and not self._waiters:
+            self.in_use += 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.try_acquire():
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # release() hands its slot over
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot this binding will not use
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.in_use -= 1
+
+
 class BindingCycle:
     """Binds the Attempts of one scheduler; shares its cache, queue, recorder and metrics."""
 
@@ -38,7 +81,7 @@ class BindingCycle:
         self.queue = cycle.queue
         self.recorder = cycle.recorder
 
-    async def run(self, attempt: Attempt, slots: asyncio.Semaphore | None = None) -> bool:
+    async def run(self, attempt: Attempt, slots: BindingSlots | None = None) -> bool:
         """Bind ``attempt``; True if the pod was bound. ``slots`` bounds the bindings past
         Permit (PreBind, Bind, PostBind: the API calls); waiting at Permit takes no slot."""
         fwk, state, pod, node = attempt.framework, attempt.state, attempt.pod, attempt.node
@@ -50,7 +93,9 @@ class BindingCycle:
                 fwk.handle.waiting_pods.pop(pod.key, None)
             if not status.is_success():
                 return self._failed(attempt, status)
-        async with slots if slots is not None else contextlib.nullcontext():
+        if slots is not None and not slots.try_acquire():
+            await slots.acquire()
+        try:
             status = await fwk.run_pre_bind(state, pod, node)
             if status.is_success():
                 status = await fwk.run_bind(state, pod, node)
@@ -64,6 +109,9 @@ class BindingCycle:
                                  f"Successfully assigned {pod.key} to {node}")
             self.cycle.observe(SCHEDULED, fwk, attempt.started)
             await fwk.run_post_bind(state, pod, node)
+        finally:
+            if slots is not None:
+                slots.release()
         self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
         return True
 

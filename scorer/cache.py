@@ -20,6 +20,9 @@ from scorer.state.nodetable import BASE_RESOURCES, PODS, NodeTable
 __all__ = ["BASE_RESOURCES", "PODS", "CacheError", "ClusterCache", "NodeTable"]
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
+# Below _MANY pods of requests below _SMALL each, a node's totals stay under 2**62: no check needed.
+_SMALL = 1 << 48
+_MANY = 1 << 14
 
 
 class CacheError(ScorerError):
@@ -45,6 +48,8 @@ class ClusterCache:
         self.assumed: set[str] = set()
         # Pods whose node is not in the table (seen before it, or it was deleted), by node name.
         self._waiting: dict[str, dict[str, Pod]] = {}
+        # Nodes that counted a request of _SMALL or more: their totals are checked in full.
+        self._large: set[str] = set()
         # Called with (pod, node) when a pod is assumed and (pod, None) when it is
         # forgotten: the metrics hub counts placements not yet visible in metrics.
         self.placement_listeners: list[Callable[[Pod, str | None], None]] = []
@@ -111,8 +116,17 @@ class ClusterCache:
             self.remove_pod(pod)
             return
         key, node_name = pod.key, pod.node_name
-        row = self.table.index.get(node_name)
+        table = self.table
+        row = table.index.get(node_name)
         if row is not None:
+            previous = table.pods[row].get(key)
+            if previous is not None and _same_requests(previous, pod):
+                # Counted already (the bound pod confirms the one a cycle assumed): only the object changes.
+                table.pods[row][key] = pod
+                table.version += 1
+                self.pods[key] = pod
+                self.assumed.discard(key)
+                return
             self._check_room(pod, row)
         old_node = self.pod_node.get(key)
         if old_node is not None and old_node != node_name:
@@ -187,6 +201,13 @@ class ClusterCache:
     def _check_room(self, pod: Pod, row: int) -> None:
         """Raise CacheError if counting ``pod`` on ``row`` would take a column past int64."""
         table = self.table
+        node_name = table.names[row]
+        small = (max(pod.requests.values(), default=0) < _SMALL and pod.non_zero_cpu < _SMALL
+                 and pod.non_zero_memory < _SMALL)
+        if small and node_name not in self._large and len(table.pods[row]) < _MANY:
+            return
+        if not small:
+            self._large.add(node_name)  # conservative: marked even if the pod is refused
         previous = table.pods[row].get(pod.key)  # a pod counted again replaces itself
         before = previous.requests if previous is not None else {}
         requested = table.requested[row].tolist()
@@ -207,3 +228,8 @@ class ClusterCache:
         return CacheError(f"pod {pod.key}: its {resource} request ({value}) would take node "
                           f"{self.table.names[row]}'s requested {resource} past the int64 maximum; "
                           "the pod is not counted")
+
+
+def _same_requests(a: Pod, b: Pod) -> bool:
+    return (a.requests == b.requests and a.non_zero_cpu == b.non_zero_cpu
+            and a.non_zero_memory == b.non_zero_memory)

@@ -63,6 +63,10 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return num
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False  # shared by every ScheduleResult that has no rows
+
+
 @attrs.define(slots=True)
 class ScheduleResult:
     """Everything one ``schedule_pod`` call found, for the cycle and for explain.
@@ -78,13 +82,13 @@ class ScheduleResult:
     status: Status
     message: str = ""
     selected: str | None = None
-    rows: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    rows: np.ndarray = _NO_ROWS
     processed: int = 0
-    feasible_positions: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    feasible_positions: np.ndarray = _NO_ROWS
     records: tuple[FilterRecord, ...] = ()
     pre_filter_status: Status | None = None
     excluded_status: Status | None = None  # nodes a PreFilterResult left out
-    excluded_rows: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    excluded_rows: np.ndarray = _NO_ROWS
     scores: ScoreOutcome | None = None
     nominated: str | None = None
     unschedulable_plugins: frozenset[str] = frozenset()

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from scorer.binding import BindingCycle
+from scorer.binding import BindingCycle, BindingSlots
 from scorer.cache import ClusterCache
 from scorer.cluster.interface import EventRecorder
 from scorer.cycle import SKIPPED, Attempt, CycleReport, ScheduleAlgorithm, ScheduleResult, SchedulingCycle
@@ -65,7 +65,9 @@ class ScheduleOneResult:
     ``outcome``: ``binding`` (assumed on ``node``; ``binding`` is the task of
     its binding cycle, whose result says whether the pod was bound),
     ``unschedulable`` or ``error`` (requeued; ``message`` says why), or
-    ``skipped`` (being deleted, or already assumed or bound).
+    ``skipped`` (being deleted, or already assumed or bound). ``seconds`` is
+    the duration of the synchronous scheduling cycle (the pop and the start
+    of the binding task excluded).
     """
 
     pod: Pod
@@ -75,6 +77,7 @@ class ScheduleOneResult:
     message: str = ""
     binding: asyncio.Task[bool] | None = None
     attempt: Attempt | None = None
+    seconds: float = 0.0
 
 
 class Scheduler:
@@ -116,7 +119,7 @@ class Scheduler:
         self.stop_grace = stop_grace
         self.heartbeat = 0.0  # time.monotonic() of the loop's last turn
         self.failure: str | None = None  # a background task that died
-        self._binding_slots = asyncio.Semaphore(max_concurrent_bindings)
+        self._binding_slots = BindingSlots(max_concurrent_bindings)
         self._bindings: set[asyncio.Task[bool]] = set()
         self._running = False
         self._stopping = False
@@ -149,15 +152,18 @@ class Scheduler:
         if fwk is None:  # the event handlers queue only pods of our profiles
             self.queue.done(pod.key)
             return ScheduleOneResult(pod, "", SKIPPED, message=f"no profile {pod.scheduler_name!r}")
+        started = time.perf_counter()
         try:
             outcome = self.cycle.run(qpi, fwk)
         except Exception as exc:  # plugin errors are statuses; this is a scheduler bug
             log.exception("scheduling cycle of pod %s crashed", pod.key)
             outcome = self._cycle_crashed(qpi, fwk, exc)
+        seconds = time.perf_counter() - started
         if isinstance(outcome, CycleReport):
-            return ScheduleOneResult(pod, fwk.profile_name, outcome.outcome, message=outcome.message)
+            return ScheduleOneResult(pod, fwk.profile_name, outcome.outcome, message=outcome.message, seconds=seconds)
         task = self._start_binding(outcome)
-        return ScheduleOneResult(pod, fwk.profile_name, BINDING, outcome.node, binding=task, attempt=outcome)
+        return ScheduleOneResult(pod, fwk.profile_name, BINDING, outcome.node, binding=task, attempt=outcome,
+                                 seconds=seconds)
 
     def _cycle_crashed(self, qpi: QueuedPodInfo, fwk: Framework, exc: Exception) -> CycleReport:
         fwk.handle.waiting_pods.pop(qpi.pod.key, None)

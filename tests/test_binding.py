@@ -8,6 +8,7 @@ import asyncio
 import pytest
 from schedkit import build, config_with, schedule_all
 
+from scorer.binding import BindingSlots
 from scorer.framework import Code, Status
 from scorer.testing import make_node, make_pod
 
@@ -119,3 +120,28 @@ async def test_a_pod_deleted_while_waiting_at_permit_is_rejected_and_dropped():
     assert asm.frameworks["default-scheduler"].handle.waiting_pods == {}
     assert pod.key not in asm.cache.pods
     assert len(asm.queue) == 0 and not asm.queue.is_in_flight(pod.key)
+
+
+async def test_binding_slots_hand_over_in_turn_and_survive_cancellation():
+    slots = BindingSlots(1)
+    assert slots.try_acquire() and not slots.try_acquire()
+    order = []
+
+    async def take(name):
+        await slots.acquire()
+        order.append(name)
+
+    first, second, third = (asyncio.create_task(take(n)) for n in ("first", "second", "third"))
+    await asyncio.sleep(0)
+    second.cancel()  # gives up while waiting
+    await asyncio.sleep(0)
+    slots.release()  # -> first
+    await asyncio.sleep(0)
+    assert order == ["first"] and slots.in_use == 1
+    slots.release()  # -> third (second is gone)
+    await asyncio.gather(first, third, second, return_exceptions=True)
+    assert order == ["first", "third"] and slots.in_use == 1
+    slots.release()
+    assert slots.in_use == 0 and slots.try_acquire()
+    with pytest.raises(ValueError, match="binding limit must be >= 1"):
+        BindingSlots(0)

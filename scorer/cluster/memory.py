@@ -65,7 +65,7 @@ class InMemoryCluster:
             raise BindConflict(f"pod {pod.key} is already assigned to node {current.node_name!r}")
         if node_name not in self.nodes:
             raise BindConflict(f"node {node_name!r} not found")
-        bound = attrs.evolve(current, node_name=node_name)
+        bound = _with_node(current, node_name)
         self.pods[pod.key] = bound
         self.conditions[pod.key] = PodCondition("PodScheduled", "True", "", "")
         self.binds += 1
@@ -155,3 +155,16 @@ class InMemoryCluster:
 
     def bound_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if p.node_name]
+
+
+_POD_SLOTS = tuple(name for name in Pod.__slots__ if name != "__weakref__")
+
+
+def _with_node(pod: Pod, node_name: str) -> Pod:
+    """``attrs.evolve(pod, node_name=node_name)`` without recomputing the derived requests
+    (they do not depend on the node): a third of the in-memory bind's cost otherwise."""
+    bound = object.__new__(Pod)
+    for name in _POD_SLOTS:
+        object.__setattr__(bound, name, getattr(pod, name))
+    object.__setattr__(bound, "node_name", node_name)
+    return bound
