@@ -13,6 +13,9 @@ Background work started and stopped by ``run``: the queue's flushes
 (``SchedulingQueue.run``: expired backoff every second, leftover
 unschedulable pods every 30 s) and the event recorder's drain. A crash of
 one of them is logged with the task's name and makes ``healthy`` false.
+The driver runs the rest: the cluster source feeding the event handlers
+(``ClusterSource.run(assembly.handlers)``, synced before ``run``) and the
+metric sources (``assembly.sources``).
 
 Stopping (``await stop()``): the loop ends after its current turn, binding
 tasks get ``stop_grace`` seconds to finish, the rest are cancelled (a
@@ -214,10 +217,16 @@ class Scheduler:
 
     # -- the loop -------------------------------------------------------------------
     async def run(self) -> None:
-        """Schedule pods until ``stop`` (or cancellation; then bindings are cancelled at once)."""
+        """Schedule pods until ``stop`` (or cancellation; then bindings are cancelled at once).
+
+        A Scheduler runs once: after ``stop`` (even one called before ``run``
+        started), ``run`` returns at once.
+        """
         if self._running:
             raise RuntimeError("Scheduler.run is already running")
-        self._running, self._stopping, self.failure = True, False, None
+        if self._stopping:
+            return
+        self._running, self.failure = True, None
         self._stopped = asyncio.Event()
         self._loop_task = asyncio.current_task()
         background = [self._background("queue-flush", self.queue.run()),
@@ -271,13 +280,13 @@ class Scheduler:
         ``stop_grace``), then cancel them. Without a running loop, only drains the
         bindings that ``schedule_one`` started and flushes the recorder."""
         grace = self.stop_grace if grace is None else grace
+        self._stopping = True
         if not self._running or self._stopped is None:
             await self._drain(grace)
             await self._cancel_bindings()
             await self.recorder.flush()
             return
         self._grace = grace
-        self._stopping = True
         if self._idle and self._loop_task is not None and not self._stop_cancel:
             self._stop_cancel = True
             self._loop_task.cancel()

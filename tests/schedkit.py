@@ -12,6 +12,13 @@ from scorer.registry import build_registry
 from scorer.testing import schedule_pending
 
 
+class RaisingFilter:
+    name = "RaisingFilter"
+
+    def filter(self, state, pod, node):
+        raise RuntimeError("boom")
+
+
 class Plugins:
     """A plugin module registered through the hook, as a distribution would."""
 

@@ -17,6 +17,7 @@ from scorer.cluster.interface import (
     ObjectHandlers,
 )
 from scorer.cluster.memory import InMemoryCluster
+from scorer.eventhandlers import EventHandlers
 from scorer.model import Namespace
 from scorer.testing import make_node, make_pod
 
@@ -129,6 +130,4 @@ async def test_a_late_unschedulable_condition_does_not_undo_a_binding():
 
 
 def test_protocol_for_handlers_is_what_the_event_handlers_implement():
-    from scorer.eventhandlers import EventHandlers
-
     assert issubclass(EventHandlers, ObjectHandlers)

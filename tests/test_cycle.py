@@ -9,7 +9,7 @@ import random
 import attrs
 import numpy as np
 import pytest
-from schedkit import build, config_with
+from schedkit import RaisingFilter, build, config_with
 
 from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE, num_feasible_nodes_to_find
 from scorer.framework import Code, CycleState, FilterVerdict, Status
@@ -35,13 +35,6 @@ from scorer.testing import make_node, make_pod
 )
 def test_num_feasible_nodes_to_find(pct, nodes, expected):
     assert num_feasible_nodes_to_find(pct, nodes) == expected
-
-
-class RaisingFilter:
-    name = "RaisingFilter"
-
-    def filter(self, state, pod, node):
-        raise RuntimeError("boom")
 
 
 class RaisingScore:

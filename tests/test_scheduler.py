@@ -7,17 +7,10 @@ import asyncio
 import logging
 
 import pytest
-from schedkit import build, config_with, schedule_all
+from schedkit import RaisingFilter, build, config_with, schedule_all
 
 from scorer.framework import Code, Status
 from scorer.testing import make_node, make_pod
-
-
-class RaisingFilter:
-    name = "RaisingFilter"
-
-    def filter(self, state, pod, node):
-        raise RuntimeError("boom")
 
 
 class HoldLabelled:
@@ -156,6 +149,14 @@ async def test_stop_wakes_an_idle_loop_and_liveness_follows_the_loop():
     await asyncio.wait_for(scheduler.stop(), timeout=10.0)
     await loop
     assert not scheduler.healthy(max_silence=5.0)
+
+
+async def test_a_scheduler_stopped_before_its_loop_started_does_not_run():
+    asm, cluster = build(None, [make_node("n1")], [make_pod("p")])
+    loop = asyncio.create_task(asm.scheduler.run())
+    await asm.scheduler.stop()  # the shutdown of a service that had just started
+    await asyncio.wait_for(loop, timeout=10.0)
+    assert cluster.pods["default/p"].node_name == "" and "default/p" in asm.queue
 
 
 async def test_the_idle_loop_schedules_a_pod_that_arrives():

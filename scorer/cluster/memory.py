@@ -15,6 +15,7 @@ It holds Nodes, Pods and Namespaces, and implements the three seams of
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import attrs
 
@@ -110,44 +111,27 @@ class InMemoryCluster:
     # -- changes, as an API client would make them --------------------------------
     def apply(self, obj: Node | Pod | Namespace) -> None:
         """Create or replace a Node, Pod or Namespace (by name) and tell the handlers."""
-        handlers = self._handlers
-        if isinstance(obj, Node):
-            old_node = self.nodes.get(obj.name)
-            self.nodes[obj.name] = obj
-            if handlers is not None and old_node is None:
-                handlers.on_node_add(obj)
-            elif handlers is not None and old_node is not None:
-                handlers.on_node_update(old_node, obj)
-        elif isinstance(obj, Pod):
-            old_pod = self.pods.get(obj.key)
-            self.pods[obj.key] = obj
-            if handlers is not None and old_pod is None:
-                handlers.on_pod_add(obj)
-            elif handlers is not None and old_pod is not None:
-                handlers.on_pod_update(old_pod, obj)
-        else:
-            old_namespace = self.namespaces.get(obj.name)
-            self.namespaces[obj.name] = obj
-            if handlers is not None and old_namespace is None:
-                handlers.on_namespace_add(obj)
-            elif handlers is not None and old_namespace is not None:
-                handlers.on_namespace_update(old_namespace, obj)
+        store, key, kind = self._store_of(obj)
+        old = store.get(key)
+        store[key] = obj
+        if self._handlers is not None and old is None:
+            getattr(self._handlers, f"on_{kind}_add")(obj)
+        elif self._handlers is not None:
+            getattr(self._handlers, f"on_{kind}_update")(old, obj)
 
     def delete(self, obj: Node | Pod | Namespace) -> None:
         """Remove a Node, Pod or Namespace (by name) and tell the handlers; unknown objects are ignored."""
-        handlers = self._handlers
+        store, key, kind = self._store_of(obj)
+        old = store.pop(key, None)
+        if self._handlers is not None and old is not None:
+            getattr(self._handlers, f"on_{kind}_delete")(old)
+
+    def _store_of(self, obj: Node | Pod | Namespace) -> tuple[dict[str, Any], str, str]:
         if isinstance(obj, Node):
-            old_node = self.nodes.pop(obj.name, None)
-            if handlers is not None and old_node is not None:
-                handlers.on_node_delete(old_node)
-        elif isinstance(obj, Pod):
-            old_pod = self.pods.pop(obj.key, None)
-            if handlers is not None and old_pod is not None:
-                handlers.on_pod_delete(old_pod)
-        else:
-            old_namespace = self.namespaces.pop(obj.name, None)
-            if handlers is not None and old_namespace is not None:
-                handlers.on_namespace_delete(old_namespace)
+            return self.nodes, obj.name, "node"
+        if isinstance(obj, Pod):
+            return self.pods, obj.key, "pod"
+        return self.namespaces, obj.name, "namespace"
 
     # -- reading ------------------------------------------------------------------
     def pending_pods(self) -> list[Pod]:
