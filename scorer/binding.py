@@ -112,7 +112,8 @@ class BindingCycle:
         finally:
             if slots is not None:
                 slots.release()
-        self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
+        if self.cycle.on_report is not None:
+            self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
         return True
 
     def _failed(self, attempt: Attempt, status: Status) -> bool:

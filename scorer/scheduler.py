@@ -5,9 +5,11 @@ pops pods with the queue's ``pop_wait``, runs the synchronous scheduling
 cycle (``scorer.cycle``) for each, and starts the binding cycle
 (``scorer.binding``) of each assumed pod as a named task ``bind:<ns>/<name>``.
 Bindings run concurrently with each other and with the loop, so a pod held
-at Permit or a slow API does not hold up the others; the loop yields to
-them after every cycle. ``schedule_one`` is one turn of the loop, for drivers
-that keep their own time (simulate, the bench, tests).
+at Permit or a slow API does not hold up the others. The loop yields to them
+(and to I/O) once per ``yield_interval`` of scheduling (5 ms), not after every
+cycle: an event-loop turn per pod would cost more than the in-memory bind.
+``schedule_one`` is one turn of the loop, for drivers that keep their own
+time (simulate, the bench, tests); ``maybe_yield`` is the loop's yield.
 
 Background work started and stopped by ``run``: the queue's flushes
 (``SchedulingQueue.run``: expired backoff every second, leftover
@@ -57,6 +59,8 @@ DEFAULT_MAX_CONCURRENT_BINDINGS = 16
 DEFAULT_POP_TIMEOUT = 1.0
 # How long ``stop`` lets binding tasks finish before cancelling them.
 DEFAULT_STOP_GRACE = 10.0
+# Seconds of scheduling between two yields of the loop to binding tasks and I/O.
+DEFAULT_YIELD_INTERVAL = 0.005
 
 BINDING = "binding"  # ScheduleOneResult.outcome: assumed, its binding task started
 
@@ -104,11 +108,14 @@ class Scheduler:
         max_concurrent_bindings: int = DEFAULT_MAX_CONCURRENT_BINDINGS,
         pop_timeout: float = DEFAULT_POP_TIMEOUT,
         stop_grace: float = DEFAULT_STOP_GRACE,
+        yield_interval: float = DEFAULT_YIELD_INTERVAL,
     ) -> None:
         if max_concurrent_bindings < 1:
             raise ValueError(f"max_concurrent_bindings must be >= 1, got {max_concurrent_bindings}")
         if pop_timeout <= 0:
             raise ValueError(f"pop_timeout must be > 0 seconds, got {pop_timeout}")
+        if yield_interval < 0:
+            raise ValueError(f"yield_interval must be >= 0 seconds, got {yield_interval}")
         self.cache = cache
         self.frameworks = dict(frameworks)
         self.queue = queue
@@ -120,10 +127,13 @@ class Scheduler:
         self.max_concurrent_bindings = max_concurrent_bindings
         self.pop_timeout = pop_timeout
         self.stop_grace = stop_grace
+        self.yield_interval = yield_interval
+        self._last_yield = 0.0
         self.heartbeat = 0.0  # time.monotonic() of the loop's last turn
         self.failure: str | None = None  # a background task that died
         self._binding_slots = BindingSlots(max_concurrent_bindings)
-        self._bindings: set[asyncio.Task[bool]] = set()
+        self._bindings: set[asyncio.Task[bool]] = set()  # done ones are pruned now and then
+        self._prune_at = 64
         self._running = False
         self._stopping = False
         self._idle = False  # the loop waits in pop_wait
@@ -179,13 +189,15 @@ class Scheduler:
     @property
     def binding_tasks(self) -> frozenset[asyncio.Task[bool]]:
         """The binding cycles in flight."""
-        return frozenset(self._bindings)
+        return frozenset(task for task in self._bindings if not task.done())
 
     def _start_binding(self, attempt: Attempt) -> asyncio.Task[bool]:
         name = f"bind:{attempt.pod.key}"
         task = asyncio.get_running_loop().create_task(self._bind(attempt, name), name=name)
+        if len(self._bindings) >= self._prune_at:  # cheaper than a done callback per task
+            self._bindings = set(self.binding_tasks)
+            self._prune_at = max(64, 2 * len(self._bindings))
         self._bindings.add(task)
-        task.add_done_callback(self._bindings.discard)
         return task
 
     async def _bind(self, attempt: Attempt, name: str) -> bool:
@@ -212,8 +224,16 @@ class Scheduler:
 
     async def wait_for_bindings(self) -> None:
         """Wait until every binding task started so far has ended."""
-        while self._bindings:
-            await asyncio.wait(set(self._bindings))
+        while pending := self.binding_tasks:
+            await asyncio.wait(pending)
+
+    async def maybe_yield(self) -> None:
+        """Yield to the event loop (binding tasks, I/O) if ``yield_interval`` seconds
+        passed since the last yield; the loop calls it after every turn."""
+        now = time.monotonic()
+        if now - self._last_yield >= self.yield_interval:
+            self._last_yield = now
+            await asyncio.sleep(0)
 
     # -- the loop -------------------------------------------------------------------
     async def run(self) -> None:
@@ -239,7 +259,7 @@ class Scheduler:
                     qpi = await self._wait_for_pod()
                 if qpi is not None:
                     self._schedule(qpi)
-                await asyncio.sleep(0)  # let binding tasks and the handlers' callers run
+                await self.maybe_yield()
             await self._drain(self._grace)
         finally:
             await self._cancel_bindings()
@@ -293,15 +313,15 @@ class Scheduler:
         await self._stopped.wait()
 
     async def _drain(self, grace: float) -> None:
-        if self._bindings:
-            await asyncio.wait(set(self._bindings), timeout=grace)
+        if pending := self.binding_tasks:
+            await asyncio.wait(pending, timeout=grace)
 
     async def _cancel_bindings(self) -> None:
-        while self._bindings:
-            pending = set(self._bindings)
+        while pending := self.binding_tasks:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        self._bindings.clear()
 
     # -- liveness -------------------------------------------------------------------
     def healthy(self, max_silence: float) -> bool:

@@ -247,9 +247,29 @@ async def test_a_crashed_background_task_is_logged_and_makes_the_scheduler_unhea
     await loop
 
 
+async def test_the_loop_yields_to_the_event_loop_once_per_interval():
+    asm, _ = build(None, [], [])
+    scheduler = asm.scheduler
+    scheduler.yield_interval = 60.0
+    ran = []
+
+    async def turn():
+        asyncio.get_running_loop().call_soon(ran.append, "other work")
+        await scheduler.maybe_yield()
+        return list(ran)
+
+    assert await turn() == ["other work"]  # the first call yields
+    ran.clear()
+    assert await turn() == []  # within the interval: no yield, the callback waits
+    await asyncio.sleep(0)
+    assert ran == ["other work"]
+
+
 def test_scheduler_options_are_checked():
     asm, _ = build(None, [], [])
     with pytest.raises(ValueError, match="max_concurrent_bindings must be >= 1"):
         type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, max_concurrent_bindings=0)
     with pytest.raises(ValueError, match="pop_timeout must be > 0"):
         type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, pop_timeout=0)
+    with pytest.raises(ValueError, match="yield_interval must be >= 0"):
+        type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, yield_interval=-1)
