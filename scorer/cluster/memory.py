@@ -141,14 +141,14 @@ class InMemoryCluster:
         return [p for p in self.pods.values() if p.node_name]
 
 
-_POD_SLOTS = tuple(name for name in Pod.__slots__ if name != "__weakref__")
+_POD_FIELDS = tuple(field.name for field in attrs.fields(Pod))  # the derived ones (init=False) too
 
 
 def _with_node(pod: Pod, node_name: str) -> Pod:
     """``attrs.evolve(pod, node_name=node_name)`` without recomputing the derived requests
     (they do not depend on the node): a third of the in-memory bind's cost otherwise."""
     bound = object.__new__(Pod)
-    for name in _POD_SLOTS:
+    for name in _POD_FIELDS:
         object.__setattr__(bound, name, getattr(pod, name))
     object.__setattr__(bound, "node_name", node_name)
     return bound
