@@ -1,5 +1,6 @@
 """Wiring shared by simulate, explain, the bench and the real scheduler:
-configuration -> frameworks (one per profile) -> queue -> Scheduler."""
+configuration -> frameworks (one per profile) -> queue -> Scheduler, with the
+event handlers a cluster source feeds and the recorder the cycles write to."""
 
 from __future__ import annotations
 
@@ -13,18 +14,27 @@ from typing import Any
 import attrs
 
 from scorer.cache import ClusterCache
+from scorer.cluster.interface import ClusterWriter
+from scorer.cluster.recorder import DEFAULT_CAPACITY, BufferedRecorder
 from scorer.config import SchedulerConfig, load_config, resolve_config
+from scorer.cycle import CycleReport
+from scorer.eventhandlers import EventHandlers
 from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
 from scorer.metrics import SchedulerMetrics
 from scorer.queue import SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
-from scorer.scheduler import CycleReport, EventSink, Scheduler
+from scorer.scheduler import DEFAULT_MAX_CONCURRENT_BINDINGS, Scheduler
 from scorer.sources import MetricsSnapshot, SourceHub
 
 
 @attrs.define(slots=True)
 class Assembly:
+    """Everything ``assemble`` built. A driver starts a cluster source with
+    ``handlers`` (``InMemoryCluster.start(asm.handlers)``), then drives
+    ``scheduler`` (``schedule_one`` or ``run``); ``recorder`` holds the Events
+    and conditions not yet written to the cluster (``await recorder.flush()``)."""
+
     registry: PluginRegistry
     config: SchedulerConfig
     resolved: tuple[Any, ...]
@@ -35,6 +45,8 @@ class Assembly:
     warnings: tuple[str, ...]
     sources: SourceHub
     metrics: SchedulerMetrics
+    handlers: EventHandlers
+    recorder: BufferedRecorder
 
 
 def build_frameworks(
@@ -63,7 +75,7 @@ def plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, list[Cluster
 
 def assemble(
     config_source: Any,
-    cluster: Any,
+    cluster: ClusterWriter,
     *,
     registry: PluginRegistry | None = None,
     autoload: bool | None = None,
@@ -74,12 +86,19 @@ def assemble(
     metrics: SchedulerMetrics | None = None,
     metrics_snapshot: MetricsSnapshot | None = None,
     metrics_clock: Callable[[], float] = time.time,
+    event_buffer: int = DEFAULT_CAPACITY,
+    max_concurrent_bindings: int = DEFAULT_MAX_CONCURRENT_BINDINGS,
 ) -> Assembly:
-    """Build everything from a config (path, mapping or None for defaults) and a cluster source.
+    """Build everything from a config (path, mapping or None for defaults) and a cluster.
 
-    ``cluster`` binds pods and records events (InMemoryCluster, or the API).
-    Metric-driven plugins read ``metrics_snapshot`` when given, else query
-    Prometheus; their sources are not started here (``Assembly.sources``).
+    ``cluster`` binds pods and receives Events and pod conditions
+    (InMemoryCluster, or the API client), through a BufferedRecorder of
+    ``event_buffer`` entries; the scheduler runs at most
+    ``max_concurrent_bindings`` bindings past Permit at once. ``metrics`` is
+    the app's SchedulerMetrics (a new one by default): the frameworks, the
+    metric sources and the scheduler record into it. Metric-driven plugins
+    read ``metrics_snapshot`` when given, else query Prometheus; their
+    sources are not started here (``Assembly.sources``).
     """
     registry = registry if registry is not None else build_registry(autoload=autoload)
     catalog = registry.catalog()
@@ -102,29 +121,31 @@ def assemble(
         return None if status.is_success() else (status.plugin or "PreEnqueue")
 
     queue = SchedulingQueue(
-        first.less,
+        # The queue-sort plugin's own less: the queue calls it ~20 times per pop.
+        first.queue_sort.less if first.queue_sort is not None else first.less,
         clock=clock,
         initial_backoff=float(config.pod_initial_backoff_seconds),
         max_backoff=float(config.pod_max_backoff_seconds),
         pre_enqueue=pre_enqueue,
         plugin_events=plugin_events(frameworks),
     )
-    events: EventSink = cluster
+    recorder = BufferedRecorder(cluster, capacity=event_buffer)
     scheduler = Scheduler(
         cache,
         frameworks,
         queue,
-        events,
+        recorder,
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
         rng=random.Random(seed),
-        clock=clock,
         on_report=on_report,
+        metrics=metrics,
+        max_concurrent_bindings=max_concurrent_bindings,
     )
     warnings = tuple(getattr(config, "warnings", ())) + tuple(
         w for profile in resolved for w in getattr(profile, "warnings", ())
     ) + tuple(hub.warnings)
     return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub,
-                    metrics)
+                    metrics, EventHandlers(cache, queue, frameworks), recorder)
 
 
 def _placement_recorder(hub: SourceHub) -> Callable[[Any, str | None], None]:

@@ -2,17 +2,31 @@
 
 Every event (node add/update/delete, pod add/delete, assume/forget) updates
 one row of ``scorer.state.NodeTable`` in O(resources); scheduling cycles read
-whole columns.
+whole columns. Pods are indexed by node: the table keeps the pods of each of
+its rows, and pods whose node is not (or no longer) in the table wait under
+that node's name, so adding a node touches only its own pods.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
+from scorer.errors import ScorerError
 from scorer.model import Namespace, Node, Pod
 from scorer.state.nodetable import BASE_RESOURCES, PODS, NodeTable
 
-__all__ = ["BASE_RESOURCES", "PODS", "ClusterCache", "NodeTable"]
+__all__ = ["BASE_RESOURCES", "PODS", "CacheError", "ClusterCache", "NodeTable"]
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+# Below _MANY pods of requests below _SMALL each, a node's totals stay under 2**62: no check needed.
+_SMALL = 1 << 48
+_MANY = 1 << 14
+
+
+class CacheError(ScorerError):
+    """A pod the cache refuses to count: a node total would overflow int64."""
 
 
 class ClusterCache:
@@ -20,7 +34,9 @@ class ClusterCache:
 
     A pod is *assumed* on a node as soon as a cycle picks it, before binding
     completes, so the next cycle already counts its resources. ``forget``
-    undoes that when binding fails; ``confirm`` makes it permanent.
+    undoes that when binding fails; ``add_pod`` of the bound pod (from the
+    cluster source) confirms it. Pods in a terminal phase (Succeeded, Failed)
+    hold no resources and are never counted.
     """
 
     def __init__(self) -> None:
@@ -30,17 +46,41 @@ class ClusterCache:
         self.pods: dict[str, Pod] = {}
         self.pod_node: dict[str, str] = {}
         self.assumed: set[str] = set()
+        # Pods whose node is not in the table (seen before it, or it was deleted), by node name.
+        self._waiting: dict[str, dict[str, Pod]] = {}
+        # Nodes that counted a request of _SMALL or more: their totals are checked in full.
+        self._large: set[str] = set()
         # Called with (pod, node) when a pod is assumed and (pod, None) when it is
         # forgotten: the metrics hub counts placements not yet visible in metrics.
         self.placement_listeners: list[Callable[[Pod, str | None], None]] = []
 
     # -- nodes ---------------------------------------------------------------
     def add_node(self, node: Node) -> None:
-        self.table.add_node(node)
-        # Pods seen before their node (watch order) are accounted now.
-        for key, node_name in self.pod_node.items():
-            if node_name == node.name:
-                self.table.add_pod(self.pods[key], node_name)
+        """Add (or update) a node; the pods seen before it are counted now.
+
+        Raises CacheError naming the pods that would overflow the node's totals:
+        the node is added, those pods are not counted.
+        """
+        if node.name in self.table.index:
+            self.table.update_node(node)
+            return
+        row = self.table.add_node(node)
+        waiting = self._waiting.pop(node.name, None)
+        if not waiting:
+            return
+        refused = []
+        for pod in waiting.values():
+            try:
+                self._check_room(pod, row)
+            except CacheError as exc:
+                refused.append(str(exc))
+                self.pods.pop(pod.key, None)
+                self.pod_node.pop(pod.key, None)
+                self.assumed.discard(pod.key)
+                continue
+            self.table.add_pod(pod, node.name)
+        if refused:
+            raise CacheError("; ".join(refused))
 
     def update_node(self, node: Node) -> None:
         if node.name in self.table.index:
@@ -49,32 +89,69 @@ class ClusterCache:
             self.add_node(node)
 
     def remove_node(self, name: str) -> None:
+        """Drop a node. Its pods stay known and count again if the node comes back."""
         if name in self.table.index:
-            self.table.remove_node(name)
+            pods = self.table.remove_node(name)
+            if pods:
+                self._waiting[name] = {pod.key: pod for pod in pods}
 
     def node(self, name: str) -> Node | None:
         row = self.table.index.get(name)
         return None if row is None else self.table.nodes[row]
 
+    def pods_on(self, node_name: str) -> tuple[Pod, ...]:
+        """The bound and assumed pods on ``node_name`` (also while the node is unknown)."""
+        row = self.table.index.get(node_name)
+        pods = self.table.pods[row] if row is not None else self._waiting.get(node_name, {})
+        return tuple(pods.values())
+
     # -- pods ----------------------------------------------------------------
     def add_pod(self, pod: Pod) -> None:
-        """A pod bound to ``pod.node_name`` (from the cluster, or a confirmed binding)."""
-        old_node = self.pod_node.get(pod.key)
-        if old_node is not None and old_node != pod.node_name:
-            self.table.remove_pod(self.pods[pod.key], old_node)
-        self.pods[pod.key] = pod
-        self.pod_node[pod.key] = pod.node_name
-        self.assumed.discard(pod.key)
-        self.table.add_pod(pod, pod.node_name)
+        """A pod bound to ``pod.node_name`` (from the cluster, or a confirmed binding).
+
+        A pod in a terminal phase is removed instead. Raises CacheError, and
+        changes nothing, if counting the pod would overflow its node's totals.
+        """
+        if pod.is_terminal:
+            self.remove_pod(pod)
+            return
+        key, node_name = pod.key, pod.node_name
+        table = self.table
+        row = table.index.get(node_name)
+        if row is not None:
+            previous = table.pods[row].get(key)
+            if previous is not None and _same_requests(previous, pod):
+                # Counted already (the bound pod confirms the one a cycle assumed): only the object changes.
+                table.pods[row][key] = pod
+                table.version += 1
+                self.pods[key] = pod
+                self.assumed.discard(key)
+                return
+            self._check_room(pod, row)
+        old_node = self.pod_node.get(key)
+        if old_node is not None and old_node != node_name:
+            self._uncount(self.pods[key], old_node)
+        self.pods[key] = pod
+        self.pod_node[key] = node_name
+        self.assumed.discard(key)
+        if row is not None:
+            self.table.add_pod(pod, node_name)
+        else:
+            self._waiting.setdefault(node_name, {})[key] = pod
 
     def remove_pod(self, pod: Pod) -> None:
         node_name = self.pod_node.pop(pod.key, None)
         old = self.pods.pop(pod.key, None)
         self.assumed.discard(pod.key)
         if node_name is not None and old is not None:
-            self.table.remove_pod(old, node_name)
+            self._uncount(old, node_name)
 
     def assume(self, pod: Pod, node_name: str) -> None:
+        """Count ``pod`` on ``node_name`` (a node of the table) before it is bound.
+
+        Raises CacheError, and changes nothing, if that would overflow the node's totals.
+        """
+        self._check_room(pod, self.table.index[node_name])
         self.pods[pod.key] = pod
         self.pod_node[pod.key] = node_name
         self.assumed.add(pod.key)
@@ -109,3 +186,50 @@ class ClusterCache:
         for pod in pods:
             if pod.node_name:
                 self.add_pod(pod)
+
+    # -- internals -------------------------------------------------------------
+    def _uncount(self, pod: Pod, node_name: str) -> None:
+        if node_name in self.table.index:
+            self.table.remove_pod(pod, node_name)
+            return
+        waiting = self._waiting.get(node_name)
+        if waiting is not None:
+            waiting.pop(pod.key, None)
+            if not waiting:
+                del self._waiting[node_name]
+
+    def _check_room(self, pod: Pod, row: int) -> None:
+        """Raise CacheError if counting ``pod`` on ``row`` would take a column past int64."""
+        table = self.table
+        node_name = table.names[row]
+        small = (max(pod.requests.values(), default=0) < _SMALL and pod.non_zero_cpu < _SMALL
+                 and pod.non_zero_memory < _SMALL)
+        if small and node_name not in self._large and len(table.pods[row]) < _MANY:
+            return
+        if not small:
+            self._large.add(node_name)  # conservative: marked even if the pod is refused
+        previous = table.pods[row].get(pod.key)  # a pod counted again replaces itself
+        before = previous.requests if previous is not None else {}
+        requested = table.requested[row].tolist()
+        for resource, value in pod.requests.items():
+            col = table.resource_index.get(resource)
+            current = requested[col] - before.get(resource, 0) if col is not None else 0
+            if current + value > _INT64_MAX:
+                raise self._overflow(pod, row, resource, value)
+        cpu, memory = table.non_zero_requested[row].tolist()
+        if previous is not None:
+            cpu, memory = cpu - previous.non_zero_cpu, memory - previous.non_zero_memory
+        if cpu + pod.non_zero_cpu > _INT64_MAX:
+            raise self._overflow(pod, row, "cpu", pod.non_zero_cpu)
+        if memory + pod.non_zero_memory > _INT64_MAX:
+            raise self._overflow(pod, row, "memory", pod.non_zero_memory)
+
+    def _overflow(self, pod: Pod, row: int, resource: str, value: int) -> CacheError:
+        return CacheError(f"pod {pod.key}: its {resource} request ({value}) would take node "
+                          f"{self.table.names[row]}'s requested {resource} past the int64 maximum; "
+                          "the pod is not counted")
+
+
+def _same_requests(a: Pod, b: Pod) -> bool:
+    return (a.requests == b.requests and a.non_zero_cpu == b.non_zero_cpu
+            and a.non_zero_memory == b.non_zero_memory)

@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 
 from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.framework import NodeBatch
 from scorer.framework.cycle_state import CycleState
-from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects, Pod
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
@@ -57,7 +57,9 @@ def explain_pod(
     pods counted as in flight on the node, and the policy applied.
     """
     pod = find_pod(objects, pod_ref)
-    cluster = InMemoryCluster.from_objects(objects)
+    # The pod is explained as if pending: it does not count on any node itself.
+    cluster = InMemoryCluster(list(objects.nodes), [p for p in objects.pods if p.key != pod.key],
+                              list(objects.namespaces))
     if metrics_snapshot is None:
         metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
     asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
@@ -69,9 +71,7 @@ def explain_pod(
             f"pod {pod.key} has schedulerName {pod.scheduler_name!r}, which no profile of the configuration "
             f"defines (profiles: {profiles})"
         )
-    # The pod is explained as if pending: it does not count on any node itself.
-    others = [p for p in cluster.bound_pods() if p.key != pod.key]
-    asm.cache.load(objects.nodes, others, objects.namespaces)
+    cluster.start(asm.handlers)
     if asm.sources.prometheus_sources:  # after loading: series are mapped to the cache's nodes
         asyncio.run(asm.sources.refresh_all())
     if pod.node_name:

@@ -64,6 +64,7 @@ class SchedulerMetrics:
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"], buckets=BUCKETS_PLUGIN, registry=self.registry)
+        self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}  # labels() costs µs
 
     def sample_plugins(self) -> bool:
         """Whether this cycle records per-plugin durations (about ``sample_percent`` % of cycles)."""
@@ -77,5 +78,10 @@ class SchedulerMetrics:
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One scheduling attempt ended: ``result`` is scheduled, unschedulable or error."""
-        self.schedule_attempts.labels(result, profile).inc()
-        self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+        children = self._attempt_children.get((result, profile))
+        if children is None:
+            children = self._attempt_children[result, profile] = (
+                self.schedule_attempts.labels(result, profile),
+                self.scheduling_attempt_duration.labels(result, profile))
+        children[0].inc()
+        children[1].observe(seconds)

@@ -1,415 +1,347 @@
-"""The scheduling algorithm and the scheduling/binding cycles.
+"""The Scheduler and its loop: pop a pod, run its scheduling cycle, bind it in a task.
 
-``schedule_pod`` is kube-scheduler's ``schedulePod``: PreFilter, Filter over a
-sample of nodes (percentageOfNodesToScore, round-robin start), PostFilter when
-nothing fits, PreScore/Score/NormalizeScore over the feasible nodes, and a
-uniformly random choice among the best. It does no I/O: it reads the
-ClusterCache's NodeTable. Binding runs afterwards, asynchronously, on a pod
-already assumed on its node.
+``Scheduler.run`` is kube-scheduler's ``ScheduleOne`` loop on asyncio: it
+pops pods with the queue's ``pop_wait``, runs the synchronous scheduling
+cycle (``scorer.cycle``) for each, and starts the binding cycle
+(``scorer.binding``) of each assumed pod as a named task ``bind:<ns>/<name>``.
+Bindings run concurrently with each other and with the loop, so a pod held
+at Permit or a slow API does not hold up the others. The loop yields to them
+(and to I/O) once per ``yield_interval`` of scheduling (5 ms), not after every
+cycle: an event-loop turn per pod would cost more than the in-memory bind.
+``schedule_one`` is one turn of the loop, for drivers that keep their own
+time (simulate, the bench, tests); ``maybe_yield`` is the loop's yield.
+
+Background work started and stopped by ``run``: the queue's flushes
+(``SchedulingQueue.run``: expired backoff every second, leftover
+unschedulable pods every 30 s) and the event recorder's drain. A crash of
+one of them is logged with the task's name and makes ``healthy`` false.
+The driver runs the rest: the cluster source feeding the event handlers
+(``ClusterSource.run(assembly.handlers)``, synced before ``run``) and the
+metric sources (``assembly.sources``).
+
+Stopping (``await stop()``): the loop ends after its current turn, binding
+tasks get ``stop_grace`` seconds to finish, the rest are cancelled (a
+cancelled binding forgets its assumed pod and requeues it), then the
+background tasks are cancelled and the recorder is flushed. Nothing popped
+is lost: every pod ends bound, requeued, or dropped because it was deleted.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
 
 import attrs
-import numpy as np
 
+from scorer.binding import BindingCycle, BindingSlots
 from scorer.cache import ClusterCache
+from scorer.cluster.interface import EventRecorder
+from scorer.cycle import SKIPPED, Attempt, CycleReport, ScheduleAlgorithm, ScheduleResult, SchedulingCycle
 from scorer.framework.cycle_state import CycleState
-from scorer.framework.runtime import FilterRecord, Framework, ScoreOutcome
-from scorer.framework.status import Code, Status
-from scorer.framework.types import NodeBatch, QueuedPodInfo
+from scorer.framework.runtime import Framework
+from scorer.framework.status import Status
+from scorer.framework.types import QueuedPodInfo
+from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.queue import SchedulingQueue
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
-NO_NODES_MSG = "no nodes available to schedule pods"
-EVENT_NOTE_LIMIT = 1024
+log = logging.getLogger("scorer.scheduler")
+
+# Bindings past Permit at once (PreBind, Bind, PostBind: the API calls). Pods waiting at
+# Permit take no slot, so a gang larger than this still gathers. kube has no limit
+# (a goroutine each); this keeps a slow API from collecting thousands of open requests.
+DEFAULT_MAX_CONCURRENT_BINDINGS = 16
+# The loop wakes at least this often when the queue is empty, to beat its heartbeat.
+DEFAULT_POP_TIMEOUT = 1.0
+# How long ``stop`` lets binding tasks finish before cancelling them.
+DEFAULT_STOP_GRACE = 10.0
+# Seconds of scheduling between two yields of the loop to binding tasks and I/O.
+DEFAULT_YIELD_INTERVAL = 0.005
+
+BINDING = "binding"  # ScheduleOneResult.outcome: assumed, its binding task started
 
 
-def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """How many feasible nodes to look for before scoring (kube's numFeasibleNodesToFind)."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    pct = percentage or 0
-    if pct == 0:
-        pct = 50 - num_all_nodes // 125
-        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
-            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
-    num = num_all_nodes * pct // 100
-    if num < MIN_FEASIBLE_NODES_TO_FIND:
-        return MIN_FEASIBLE_NODES_TO_FIND
-    return num
+@attrs.frozen(slots=True)
+class ScheduleOneResult:
+    """What one turn of the loop did with the pod it popped.
 
-
-@attrs.define(slots=True)
-class ScheduleResult:
-    """Everything one ``schedule_pod`` call found, for the cycle and for explain."""
-
-    pod: Pod
-    profile: str
-    num_all_nodes: int
-    status: Status
-    message: str = ""
-    selected: str | None = None
-    rows: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
-    processed: int = 0
-    feasible_positions: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
-    records: tuple[FilterRecord, ...] = ()
-    pre_filter_status: Status | None = None
-    excluded_status: Status | None = None  # nodes a PreFilterResult left out
-    excluded_rows: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
-    scores: ScoreOutcome | None = None
-    nominated: str | None = None
-    unschedulable_plugins: frozenset[str] = frozenset()
-
-    @property
-    def feasible_rows(self) -> np.ndarray:
-        return self.rows[self.feasible_positions]
-
-    def node_statuses(self, table: Any) -> dict[str, Status]:
-        """Status of every rejected node that was evaluated, by node name."""
-        names = table.names
-        out: dict[str, Status] = {}
-        if self.pre_filter_status is not None:
-            return {name: self.pre_filter_status for name in names}
-        for record in self.records:
-            for i, pos in enumerate(record.positions.tolist()):
-                out[names[int(self.rows[pos])]] = record.status_at(i)
-        if self.excluded_status is not None:
-            for row in self.excluded_rows.tolist():
-                out[names[row]] = self.excluded_status
-        return out
-
-
-def fit_error_message(result: ScheduleResult, post_filter_msg: str = "") -> str:
-    """kube-scheduler's FitError text: ``0/N nodes are available: <histogram>.``"""
-    msg = NO_NODE_AVAILABLE_MSG.format(result.num_all_nodes) + ":"
-    if result.pre_filter_status is not None:
-        msg += f" {result.pre_filter_status.message()}."
-    else:
-        histogram: Counter[str] = Counter()
-        for record in result.records:
-            # A node's reasons are the reasons whose masks include it.
-            for reason, mask in record.reasons:
-                if reason:
-                    histogram[reason] += int(mask.sum())
-        if result.excluded_status is not None:
-            for reason in result.excluded_status.reasons:
-                histogram[reason] += len(result.excluded_rows)
-        if histogram:
-            msg += " " + ", ".join(sorted(f"{count} {reason}" for reason, count in histogram.items())) + "."
-    if post_filter_msg:
-        msg += f" {post_filter_msg}"
-    return msg
-
-
-class EventSink(Protocol):
-    """Where Events and pod conditions go (the API, or the in-memory cluster)."""
-
-    def record_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None: ...
-
-    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
-
-
-@attrs.define(slots=True)
-class Attempt:
-    """A pod assumed on a node, waiting for its binding cycle."""
-
-    qpi: QueuedPodInfo
-    framework: Framework
-    state: CycleState
-    pod: Pod
-    node: str
-    started: float
-    result: ScheduleResult
-    permit_wait: float = 0.0
-
-
-@attrs.define(slots=True)
-class CycleReport:
-    """What one scheduling attempt did, for simulate's output and for metrics."""
+    ``outcome``: ``binding`` (assumed on ``node``; ``binding`` is the task of
+    its binding cycle, whose result says whether the pod was bound),
+    ``unschedulable`` or ``error`` (requeued; ``message`` says why), or
+    ``skipped`` (being deleted, or already assumed or bound). ``seconds`` is
+    the duration of the synchronous scheduling cycle (the pop and the start
+    of the binding task excluded).
+    """
 
     pod: Pod
     profile: str
-    result: ScheduleResult | None
-    node: str | None
-    outcome: str  # scheduled | unschedulable | error
+    outcome: str
+    node: str | None = None
     message: str = ""
+    binding: asyncio.Task[bool] | None = None
+    attempt: Attempt | None = None
+    seconds: float = 0.0
 
 
 class Scheduler:
-    """Pops pods, runs scheduling cycles, and hands bindings to async tasks."""
+    """Owns the scheduling loop. Built by ``scorer.assembly.assemble``.
+
+    ``metrics`` gets one ``observe_attempt`` per attempt, ``on_report`` one
+    CycleReport per attempt. Time in the queue (backoff) follows the queue's clock.
+    """
 
     def __init__(
         self,
         cache: ClusterCache,
         frameworks: Mapping[str, Framework],
         queue: SchedulingQueue,
-        events: EventSink,
+        recorder: EventRecorder,
         *,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
-        clock: Callable[[], float] = time.monotonic,
         on_report: Callable[[CycleReport], None] | None = None,
+        metrics: SchedulerMetrics | None = None,
+        max_concurrent_bindings: int = DEFAULT_MAX_CONCURRENT_BINDINGS,
+        pop_timeout: float = DEFAULT_POP_TIMEOUT,
+        stop_grace: float = DEFAULT_STOP_GRACE,
+        yield_interval: float = DEFAULT_YIELD_INTERVAL,
     ) -> None:
+        if max_concurrent_bindings < 1:
+            raise ValueError(f"max_concurrent_bindings must be >= 1, got {max_concurrent_bindings}")
+        if pop_timeout <= 0:
+            raise ValueError(f"pop_timeout must be > 0 seconds, got {pop_timeout}")
+        if yield_interval < 0:
+            raise ValueError(f"yield_interval must be >= 0 seconds, got {yield_interval}")
         self.cache = cache
         self.frameworks = dict(frameworks)
         self.queue = queue
-        self.events = events
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
-        self.rng = rng or random.Random()
-        self.clock = clock
-        self.next_start_node_index = 0
-        self.on_report = on_report
+        self.recorder = recorder
+        self.metrics = metrics
+        self.algorithm = ScheduleAlgorithm(cache, percentage_of_nodes_to_score=percentage_of_nodes_to_score, rng=rng)
+        self.cycle = SchedulingCycle(cache, queue, recorder, self.algorithm, metrics=metrics, on_report=on_report)
+        self.binding = BindingCycle(self.cycle)
+        self.max_concurrent_bindings = max_concurrent_bindings
+        self.pop_timeout = pop_timeout
+        self.stop_grace = stop_grace
+        self.yield_interval = yield_interval
+        self._last_yield = 0.0
+        self.heartbeat = 0.0  # time.monotonic() of the loop's last turn
+        self.failure: str | None = None  # a background task that died
+        self._binding_slots = BindingSlots(max_concurrent_bindings)
+        self._bindings: set[asyncio.Task[bool]] = set()  # done ones are pruned now and then
+        self._prune_at = 64
+        self._running = False
+        self._stopping = False
+        self._idle = False  # the loop waits in pop_wait
+        self._stop_cancel = False  # stop() cancelled the idle loop to wake it
+        self._grace = stop_grace
+        self._loop_task: asyncio.Task[Any] | None = None
+        self._stopped: asyncio.Event | None = None
 
-    # -- algorithm -----------------------------------------------------------------
-    def schedule_pod(
-        self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False
-    ) -> ScheduleResult:
-        table = self.cache.table
-        num_all = len(table)
-        result = ScheduleResult(pod=pod, profile=fwk.profile_name, num_all_nodes=num_all, status=Status())
-        if num_all == 0:
-            result.status = Status(Code.UNSCHEDULABLE, (NO_NODES_MSG,))
-            result.message = NO_NODES_MSG
-            return result
-        all_rows = table.rows()
-        allowed, pf_status = fwk.run_pre_filter(state, pod, NodeBatch(table, all_rows))
-        if not pf_status.is_success():
-            if pf_status.code == Code.ERROR:
-                result.status = pf_status
-                result.message = pf_status.message()
-                return result
-            result.pre_filter_status = pf_status
-            result.unschedulable_plugins = frozenset({pf_status.plugin})
-            result.status = Status(Code.UNSCHEDULABLE, (), pf_status.plugin)
-            return self._no_fit(fwk, state, result)
+    # -- the algorithm, for explain and tests ---------------------------------------
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False,
+                     score_all: bool = False) -> ScheduleResult:
+        """One run of the scheduling algorithm (``ScheduleAlgorithm.schedule_pod``), nothing assumed."""
+        return self.algorithm.schedule_pod(fwk, state, pod, evaluate_all=evaluate_all, score_all=score_all)
 
-        candidates = all_rows
-        if allowed is not None:
-            keep = np.array([name in allowed for name in table.names], dtype=bool)
-            candidates = all_rows[keep]
-            result.excluded_rows = all_rows[~keep]
-            if len(result.excluded_rows):
-                result.excluded_status = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}]",),
-                )
+    @property
+    def next_start_node_index(self) -> int:
+        return self.algorithm.next_start_node_index
 
-        # A pod that preemption nominated a node for tries that node first.
-        nominated_row = table.index.get(pod.nominated_node_name) if pod.nominated_node_name else None
-        if nominated_row is not None and not evaluate_all:
-            rows = np.array([nominated_row], dtype=np.int64)
-            outcome = fwk.run_filters(state, pod, table, rows)
-            if outcome.error is None and outcome.alive.all():
-                result.rows = rows
-                result.processed = 1
-                result.feasible_positions = np.array([0], dtype=np.int64)
-                result.nominated = pod.nominated_node_name
-                return self._select(fwk, state, result)
+    # -- one turn -------------------------------------------------------------------
+    def schedule_one(self) -> ScheduleOneResult | None:
+        """Pop one pod if any is active, run its scheduling cycle, and start its binding
+        cycle as a task. None if no pod was active. Needs a running event loop."""
+        qpi = self.queue.pop()
+        return None if qpi is None else self._schedule(qpi)
 
-        n = len(candidates)
-        if evaluate_all:
-            to_find = n
-            start = 0
-        else:
-            to_find = num_feasible_nodes_to_find(
-                fwk.percentage_of_nodes_to_score
-                if fwk.percentage_of_nodes_to_score is not None
-                else self.percentage_of_nodes_to_score,
-                n,
-            )
-            if not fwk.has_score_plugins():
-                to_find = min(to_find, 1)
-            start = self.next_start_node_index % n if n else 0
-        order = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
-        alive = np.zeros(n, dtype=bool)
-        records: list[FilterRecord] = []
-        pos, size, found = 0, max(to_find, 1), 0
-        while pos < n and found < to_find:
-            chunk = order[pos : pos + size]
-            outcome = fwk.run_filters(state, pod, table, chunk)
-            if outcome.error is not None:
-                result.status = outcome.error
-                result.message = outcome.error.message()
-                return result
-            alive[pos : pos + len(chunk)] = outcome.alive
-            for record in outcome.records:
-                records.append(attrs.evolve(record, positions=record.positions + pos))
-            found += int(outcome.alive.sum())
-            pos += len(chunk)
-            size *= 2
-        feasible = np.flatnonzero(alive)
-        processed = pos
-        if len(feasible) > to_find:
-            feasible = feasible[:to_find]
-            processed = int(feasible[-1]) + 1
-            records = [_clip(record, processed) for record in records]
-            records = [r for r in records if len(r.positions)]
-        if not evaluate_all and n:
-            self.next_start_node_index = (start + processed) % n
-        result.rows = order
-        result.processed = processed
-        result.feasible_positions = feasible
-        result.records = tuple(records)
-        result.unschedulable_plugins = frozenset(r.plugin for r in records)
-        if len(feasible) == 0:
-            result.status = Status(Code.UNSCHEDULABLE)
-            return self._no_fit(fwk, state, result)
-        return self._select(fwk, state, result)
-
-    def _no_fit(self, fwk: Framework, state: CycleState, result: ScheduleResult) -> ScheduleResult:
-        post_msg = ""
-        if fwk.points.get("postFilter"):
-            node, status = fwk.run_post_filter(state, result.pod, result.node_statuses(self.cache.table))
-            if status.code == Code.ERROR:
-                result.status = status
-                result.message = status.message()
-                return result
-            if node:
-                result.nominated = node
-            post_msg = status.message()
-        result.message = fit_error_message(result, post_msg)
-        result.status = Status(Code.UNSCHEDULABLE, (result.message,), result.status.plugin)
-        return result
-
-    def _select(self, fwk: Framework, state: CycleState, result: ScheduleResult) -> ScheduleResult:
-        table = self.cache.table
-        feasible_rows = result.feasible_rows
-        if len(feasible_rows) == 1:
-            result.selected = table.names[int(feasible_rows[0])]
-            return result
-        batch = NodeBatch(table, feasible_rows)
-        status = fwk.run_pre_score(state, result.pod, batch)
-        if not status.is_success():
-            result.status = status
-            result.message = status.message()
-            return result
-        scores = fwk.run_score(state, result.pod, batch)
-        result.scores = scores
-        if scores.error is not None:
-            result.status = scores.error
-            result.message = scores.error.message()
-            return result
-        totals = scores.totals if fwk.has_score_plugins() else np.ones(len(batch), dtype=np.int64)
-        best = np.flatnonzero(totals == totals.max())
-        pick = int(best[self.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
-        result.selected = table.names[int(feasible_rows[pick])]
-        return result
-
-    # -- cycles --------------------------------------------------------------------------
-    def framework_for(self, pod: Pod) -> Framework | None:
-        return self.frameworks.get(pod.scheduler_name)
-
-    def scheduling_cycle(self, qpi: QueuedPodInfo) -> Attempt | None:
-        """Schedule one popped pod. Returns the Attempt to bind, or None on failure."""
+    def _schedule(self, qpi: QueuedPodInfo) -> ScheduleOneResult:
         pod = qpi.pod
-        fwk = self.frameworks[pod.scheduler_name]
-        started = self.clock()
-        state = CycleState()
-        if pod.deleting:
-            self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling",
-                                     f"skip schedule deleting pod: {pod.key}")
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:  # the event handlers queue only pods of our profiles
             self.queue.done(pod.key)
-            return None
-        result = self.schedule_pod(fwk, state, pod)
-        if result.selected is None:
-            self._failure(qpi, fwk, result, result.status)
-            return None
-        node = result.selected
-        self.cache.assume(pod, node)
-        status = fwk.run_reserve(state, pod, node)
-        if not status.is_success():
-            fwk.run_unreserve(state, pod, node)
-            self.cache.forget(pod)
-            self._failure(qpi, fwk, result, status if status.code == Code.ERROR else Status.error(
-                f"running Reserve plugin \"{status.plugin}\": {status.message()}", status.plugin))
-            return None
-        status, wait = fwk.run_permit(state, pod, node)
-        if not status.is_success() and status.code != Code.WAIT:
-            fwk.run_unreserve(state, pod, node)
-            self.cache.forget(pod)
-            self._failure(qpi, fwk, result, status)
-            return None
-        return Attempt(qpi, fwk, state, pod, node, started, result,
-                       permit_wait=wait if status.code == Code.WAIT else 0.0)
+            return ScheduleOneResult(pod, "", SKIPPED, message=f"no profile {pod.scheduler_name!r}")
+        started = time.perf_counter()
+        try:
+            outcome = self.cycle.run(qpi, fwk)
+        except Exception as exc:  # plugin errors are statuses; this is a scheduler bug
+            log.exception("scheduling cycle of pod %s crashed", pod.key)
+            outcome = self._cycle_crashed(qpi, fwk, exc)
+        seconds = time.perf_counter() - started
+        if isinstance(outcome, CycleReport):
+            return ScheduleOneResult(pod, fwk.profile_name, outcome.outcome, message=outcome.message, seconds=seconds)
+        task = self._start_binding(outcome)
+        return ScheduleOneResult(pod, fwk.profile_name, BINDING, outcome.node, binding=task, attempt=outcome,
+                                 seconds=seconds)
 
-    async def binding_cycle(self, attempt: Attempt) -> bool:
-        """PreBind, Bind, PostBind for an assumed pod; on failure undo and requeue."""
-        fwk, state, pod, node = attempt.framework, attempt.state, attempt.pod, attempt.node
-        if attempt.permit_wait > 0:
-            waiting = fwk.handle.waiting_pods.get(pod.key)
-            status = await waiting.wait(attempt.permit_wait) if waiting is not None else Status()
-            fwk.handle.waiting_pods.pop(pod.key, None)
-            if not status.is_success():
-                return self._bind_failed(attempt, status)
-        status = await fwk.run_pre_bind(state, pod, node)
-        if status.is_success():
-            status = await fwk.run_bind(state, pod, node)
-            if status.is_skip():
-                status = Status.error("no bind plugin bound the pod")
-        if not status.is_success():
-            return self._bind_failed(attempt, status)
-        self.cache.add_pod(attrs.evolve(pod, node_name=node))
-        self.queue.done(pod.key)
-        self.events.record_event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
-        await fwk.run_post_bind(state, pod, node)
-        self._report(CycleReport(pod, fwk.profile_name, attempt.result, node, "scheduled"))
-        return True
+    def _cycle_crashed(self, qpi: QueuedPodInfo, fwk: Framework, exc: Exception) -> CycleReport:
+        fwk.handle.waiting_pods.pop(qpi.pod.key, None)
+        self.cache.forget(qpi.pod)
+        result = ScheduleResult(pod=qpi.pod, profile=fwk.profile_name, num_all_nodes=len(self.cache.table),
+                                status=Status())
+        return self.cycle.fail(qpi, fwk, result, Status.error(f"{type(exc).__name__}: {exc}"), self.cycle.timer())
 
-    def _bind_failed(self, attempt: Attempt, status: Status) -> bool:
-        fwk, pod, node = attempt.framework, attempt.pod, attempt.node
-        fwk.run_unreserve(attempt.state, pod, node)
-        self.cache.forget(pod)
-        if status.is_rejected():
-            # A Permit rejection or timeout: kube reports it as a FitError over that one node.
-            message = f"{NO_NODE_AVAILABLE_MSG.format(1)}: {status.message()}."
-            attempt.result.unschedulable_plugins = frozenset({status.plugin} - {""})
-            attempt.result.message = message
-            self._failure(attempt.qpi, fwk, attempt.result, Status(Code.UNSCHEDULABLE, (message,), status.plugin))
+    # -- binding tasks --------------------------------------------------------------
+    @property
+    def binding_tasks(self) -> frozenset[asyncio.Task[bool]]:
+        """The binding cycles in flight."""
+        return frozenset(task for task in self._bindings if not task.done())
+
+    def _start_binding(self, attempt: Attempt) -> asyncio.Task[bool]:
+        name = f"bind:{attempt.pod.key}"
+        task = asyncio.get_running_loop().create_task(self._bind(attempt, name), name=name)
+        if len(self._bindings) >= self._prune_at:  # cheaper than a done callback per task
+            self._bindings = set(self.binding_tasks)
+            self._prune_at = max(64, 2 * len(self._bindings))
+        self._bindings.add(task)
+        return task
+
+    async def _bind(self, attempt: Attempt, name: str) -> bool:
+        """A binding task: never ends with an exception other than its cancellation."""
+        try:
+            return await self.binding.run(attempt, self._binding_slots)
+        except asyncio.CancelledError:
+            self._guarded(name, self.binding.abandon, attempt)
+            raise
+        except Exception as exc:
+            log.exception("binding task %s crashed; the pod is requeued", name)
+            self._guarded(name, self.binding.crashed, attempt, exc)
             return False
-        message = status.message() or "binding failed"
-        error = Status(Code.ERROR, (f"binding rejected: {message}",), status.plugin)
-        self._failure(attempt.qpi, fwk, attempt.result, error)
-        return False
 
-    def _failure(self, qpi: QueuedPodInfo, fwk: Framework, result: ScheduleResult, status: Status) -> None:
-        pod = qpi.pod
-        is_error = status.code == Code.ERROR
-        message = status.message() or result.message
-        if is_error:
-            self.queue.add_unschedulable_if_not_present(qpi, unschedulable_plugins=(), error=True)
-        else:
-            self.queue.add_unschedulable_if_not_present(
-                qpi, unschedulable_plugins=result.unschedulable_plugins
-            )
-        self.queue.done(pod.key)
-        note = message if len(message) <= EVENT_NOTE_LIMIT else message[: EVENT_NOTE_LIMIT - 4] + " ..."
-        self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling", note)
-        self.events.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message)
-        self._report(CycleReport(pod, fwk.profile_name, result, None,
-                                 "error" if is_error else "unschedulable", message))
+    def _guarded(self, name: str, handler: Callable[..., None], attempt: Attempt, *args: Any) -> None:
+        """Run a binding task's clean-up; if that fails too, still end the pod's flight."""
+        try:
+            handler(attempt, *args)
+        except Exception:
+            log.exception("cleaning up binding task %s failed", name)
+            self.cache.forget(attempt.pod)
+            self.queue.add_unschedulable_if_not_present(attempt.qpi, unschedulable_plugins=(), error=True)
+            self.queue.done(attempt.pod.key)
 
-    def _report(self, report: CycleReport) -> None:
-        if self.on_report is not None:
-            self.on_report(report)
+    async def wait_for_bindings(self) -> None:
+        """Wait until every binding task started so far has ended."""
+        while pending := self.binding_tasks:
+            await asyncio.wait(pending)
 
+    async def maybe_yield(self) -> None:
+        """Yield to the event loop (binding tasks, I/O) if ``yield_interval`` seconds
+        passed since the last yield; the loop calls it after every turn."""
+        now = time.monotonic()
+        if now - self._last_yield >= self.yield_interval:
+            self._last_yield = now
+            await asyncio.sleep(0)
 
-def _clip(record: FilterRecord, limit: int) -> FilterRecord:
-    keep = record.positions < limit
-    if keep.all():
-        return record
-    return FilterRecord(
-        plugin=record.plugin,
-        positions=record.positions[keep],
-        severity=record.severity[keep],
-        reasons=tuple((reason, mask[keep]) for reason, mask in record.reasons),
-    )
+    # -- the loop -------------------------------------------------------------------
+    async def run(self) -> None:
+        """Schedule pods until ``stop`` (or cancellation; then bindings are cancelled at once).
+
+        A Scheduler runs once: after ``stop`` (even one called before ``run``
+        started), ``run`` returns at once.
+        """
+        if self._running:
+            raise RuntimeError("Scheduler.run is already running")
+        if self._stopping:
+            return
+        self._running, self.failure = True, None
+        self._stopped = asyncio.Event()
+        self._loop_task = asyncio.current_task()
+        background = [self._background("queue-flush", self.queue.run()),
+                      self._background("event-recorder", self.recorder.run())]
+        try:
+            while not self._stopping:
+                self.heartbeat = time.monotonic()
+                qpi = self.queue.pop()
+                if qpi is None:
+                    qpi = await self._wait_for_pod()
+                if qpi is not None:
+                    self._schedule(qpi)
+                await self.maybe_yield()
+            await self._drain(self._grace)
+        finally:
+            await self._cancel_bindings()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            try:
+                async with asyncio.timeout(self.stop_grace):
+                    await self.recorder.flush()
+            except TimeoutError:
+                log.warning("the event recorder did not drain within %.1fs; %s", self.stop_grace,
+                            "unwritten events are dropped")
+            self._running = False
+            self._loop_task = None
+            self._stopped.set()
+
+    async def _wait_for_pod(self) -> QueuedPodInfo | None:
+        task = asyncio.current_task()
+        self._idle = True
+        try:
+            return await self.queue.pop_wait(self.pop_timeout)
+        except asyncio.CancelledError:
+            if not (self._stop_cancel and task is not None):
+                raise
+            self._stop_cancel = False
+            if task.uncancel() > 0:  # cancelled from outside as well
+                raise
+            return None
+        finally:
+            self._idle = False
+            # wait_for (Python 3.11) can swallow a cancellation that races its wake-up.
+            if self._stop_cancel and task is not None and task.cancelling():
+                self._stop_cancel = False
+                task.uncancel()
+
+    async def stop(self, grace: float | None = None) -> None:
+        """End the loop; let binding tasks finish for ``grace`` seconds (default
+        ``stop_grace``), then cancel them. Without a running loop, only drains the
+        bindings that ``schedule_one`` started and flushes the recorder."""
+        grace = self.stop_grace if grace is None else grace
+        self._stopping = True
+        if not self._running or self._stopped is None:
+            await self._drain(grace)
+            await self._cancel_bindings()
+            await self.recorder.flush()
+            return
+        self._grace = grace
+        if self._idle and self._loop_task is not None and not self._stop_cancel:
+            self._stop_cancel = True
+            self._loop_task.cancel()
+        await self._stopped.wait()
+
+    async def _drain(self, grace: float) -> None:
+        if pending := self.binding_tasks:
+            await asyncio.wait(pending, timeout=grace)
+
+    async def _cancel_bindings(self) -> None:
+        while pending := self.binding_tasks:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._bindings.clear()
+
+    # -- liveness -------------------------------------------------------------------
+    def healthy(self, max_silence: float) -> bool:
+        """For ``/livez``: the loop runs, turned at most ``max_silence`` seconds ago
+        (it turns at least every ``pop_timeout`` when idle), and no background task died."""
+        return self._running and self.failure is None and time.monotonic() - self.heartbeat <= max_silence
+
+    def _background(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        task.add_done_callback(self._background_done)
+        return task
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("background task %s crashed", task.get_name(), exc_info=exc)
+            self.failure = f"{task.get_name()}: {type(exc).__name__}: {exc}"
+        elif not self._stopping:
+            log.error("background task %s ended", task.get_name())
+            self.failure = f"{task.get_name()}: ended"
+

@@ -1,9 +1,12 @@
 """``scorer simulate``: schedule every pending pod of a cluster snapshot in memory.
 
-Time is virtual: when only backing-off pods remain, the clock jumps to the
-next backoff expiry, so retries happen as they would in a cluster without
-the wait. The run is bounded: at most ``max_attempts_per_pod`` attempts per
-pod, then the pod is reported with its last failure.
+The in-memory cluster lists its objects into the scheduler's event handlers,
+then ``Scheduler.schedule_one`` schedules one pod at a time; each binding
+completes before the next pod, so the output is deterministic. Time is
+virtual: when only backing-off pods remain, the clock jumps to the next
+backoff expiry, so retries happen as they would in a cluster without the
+wait. The run is bounded: at most ``max_attempts_per_pod`` attempts per pod,
+then the pod is reported with its last failure.
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ import attrs
 import yaml
 
 from scorer.assembly import Assembly, assemble, gc_tuned
-from scorer.framework.events import ClusterEvent
-from scorer.memory import InMemoryCluster
+from scorer.cluster.memory import InMemoryCluster
+from scorer.cycle import SCHEDULED, SKIPPED, CycleReport, ScheduleResult
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.registry import PluginRegistry
-from scorer.scheduler import CycleReport, ScheduleResult
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 
 DEMO_CLUSTER = "demo-cluster.yaml"
@@ -146,43 +148,43 @@ def simulate(
                              clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r),
                              metrics_snapshot=metrics_snapshot, metrics_clock=lambda: started + clock.now)
     cache, queue, scheduler = asm.cache, asm.queue, asm.scheduler
-    cache.load(objects.nodes, cluster.bound_pods(), objects.namespaces)
     ignored: list[str] = []
     order: list[str] = []
+    terminal: list[str] = []
     for pod in cluster.pending_pods():
-        if pod.scheduler_name in asm.frameworks:
-            queue.add(pod)
+        if pod.is_terminal:
+            terminal.append(pod.key)
+        elif pod.scheduler_name in asm.frameworks:
             order.append(pod.key)
         else:
             ignored.append(f"{pod.key} (schedulerName {pod.scheduler_name!r})")
+    cluster.start(asm.handlers)  # nodes and bound pods into the cache, pending pods into the queue
 
     cycle_seconds = 0.0
 
     async def run() -> None:
         nonlocal cycle_seconds
         await asm.sources.refresh_all()
-        bound_event = ClusterEvent("AssignedPod", "Add")
-        limit = max_attempts_per_pod * max(len(order), 1)
-        for _ in range(limit):
-            qpi = queue.pop()
-            if qpi is None:
+        # Every turn is an attempt (at most max_attempts_per_pod per pod) or a clock jump
+        # that releases a backing-off pod for one: bounded.
+        for _ in range((2 * max_attempts_per_pod + 2) * max(len(order), 1)):
+            turn = scheduler.schedule_one()
+            if turn is None:
                 expiry = queue.next_backoff_expiry()
                 if expiry is None:
                     break
                 clock.advance_to(expiry)
                 queue.flush_backoff_completed()
                 continue
-            key = qpi.pod.key
+            cycle_seconds += turn.seconds
+            key = turn.pod.key
             attempts[key] = attempts.get(key, 0) + 1
-            if attempts[key] > max_attempts_per_pod:
-                queue.done(key)
-                queue.delete(qpi.pod)
+            if turn.outcome == SKIPPED:
                 continue
-            t0 = time.perf_counter()
-            attempt = scheduler.scheduling_cycle(qpi)
-            cycle_seconds += time.perf_counter() - t0
-            if attempt is not None and await scheduler.binding_cycle(attempt):
-                queue.move_all_to_active_or_backoff(bound_event)
+            bound = turn.binding is not None and await turn.binding
+            if not bound and attempts[key] >= max_attempts_per_pod:
+                queue.delete(turn.pod)  # reported with its last failure
+        await asm.recorder.flush()
 
     with gc_tuned():
         asyncio.run(run())
@@ -195,7 +197,7 @@ def simulate(
         if report is None:
             placements.append(Placement(key, "", None, None, "", n, "not attempted"))
             continue
-        if report.outcome == "scheduled":
+        if report.outcome == SCHEDULED:
             placed += 1
             score = None
             result = report.result
@@ -210,8 +212,12 @@ def simulate(
             else:
                 unschedulable += 1
             placements.append(Placement(key, report.profile, None, None, "", n, report.message))
+    warnings = asm.warnings + tuple(source_warnings(asm.sources))
+    if terminal:
+        warnings += (f"{len(terminal)} pending pod(s) in a terminal phase (Succeeded or Failed) are not "
+                     f"scheduled: {', '.join(terminal)}",)
     return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
-                            cycle_seconds, asm.warnings + tuple(source_warnings(asm.sources)), cluster)
+                            cycle_seconds, warnings, cluster)
 
 
 def source_warnings(hub: SourceHub) -> list[str]:

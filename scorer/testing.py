@@ -7,6 +7,9 @@
     assert result.feasible == ["n1", "n2"]
     assert result.scores["n2"] > result.scores["n1"]
 
+End to end, ``schedule_pending(asm.scheduler)`` schedules the pending pods of
+an assembly (``scorer.assembly.assemble``) whose cluster was started.
+
 Builders go through the same parser as real manifests (``scorer.model``),
 so what a test builds is what scorer would read from the API.
 """
@@ -19,16 +22,18 @@ from typing import Any
 import attrs
 
 from scorer.cache import ClusterCache
+from scorer.cycle import ScheduleAlgorithm
 from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
-from scorer.framework.types import NodeBatch
 from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict
+from scorer.scheduler import ScheduleOneResult, Scheduler
 from scorer.sources import MetricsSnapshot, SourceHub
 
 __all__ = [
     "PluginRun",
+    "schedule_pending",
     "make_cache",
     "make_handle",
     "make_source_hub",
@@ -210,8 +215,11 @@ def run_plugin(
 ) -> PluginRun:
     """Run one plugin object through PreFilter, Filter, PreScore, Score and NormalizeScore.
 
-    Only the extension points the plugin implements are run. Exceptions
-    raised by the plugin become Error statuses in ``error``, as in the scheduler.
+    Only the extension points the plugin implements are run, through the
+    scheduler's own algorithm (``scorer.cycle.ScheduleAlgorithm``) with every
+    node evaluated, and every feasible node scored (even a single one).
+    Exceptions raised by the plugin become Error statuses in ``error``, as in
+    the scheduler.
     """
     cache = make_cache(nodes, pods, namespaces)
     name = getattr(plugin, "name", None) or type(plugin).__name__
@@ -224,46 +232,49 @@ def run_plugin(
         args={},
     )
     info = PluginInfo(name=name, factory=lambda args, handle: plugin, extension_points=points)
-    handle = Handle(cache, "test-scheduler", None, sources=sources)
-    fwk = Framework(profile, {name: info}, handle)
-    table = cache.table
+    fwk = Framework(profile, {name: info}, Handle(cache, "test-scheduler", None, sources=sources))
     state = CycleState()
-    rows = table.rows()
+    result = ScheduleAlgorithm(cache).schedule_pod(fwk, state, pod, evaluate_all=True, score_all="score" in points)
+    table = cache.table
     run = PluginRun(Status(), {}, [], None, False, {}, {})
-    allowed, run.pre_filter = fwk.run_pre_filter(state, pod, NodeBatch(table, rows))
-    if not run.pre_filter.is_success():
+    if result.failed_at == "PreFilter" or result.pre_filter_status is not None:
+        run.pre_filter = result.pre_filter_status or result.status
         run.filter = {n: run.pre_filter for n in table.names}
-        run.error = run.pre_filter if run.pre_filter.code.label == "Error" else None
+        run.error = result.status if result.failed_at == "PreFilter" else None
         return run
-    if allowed is not None:
-        rows = rows[[n in allowed for n in table.names]]
-    outcome = fwk.run_filters(state, pod, table, rows)
-    if outcome.error is not None:
-        run.error = outcome.error
+    if result.failed_at == "Filter":
+        run.error = result.status
         return run
+    rows = result.rows
     statuses = {table.names[int(r)]: Status(plugin=name) for r in rows}
-    for record in outcome.records:
-        for i, pos in enumerate(record.positions.tolist()):
-            statuses[table.names[int(rows[pos])]] = record.status_at(i)
+    statuses.update((name_, status) for name_, status in result.node_statuses(table).items() if name_ in statuses)
     run.filter = statuses
-    feasible_rows = rows[outcome.alive]
-    run.feasible = [table.names[int(r)] for r in feasible_rows]
-    if "score" not in points or not len(feasible_rows):
-        return run
-    batch = NodeBatch(table, feasible_rows)
-    run.pre_score = fwk.run_pre_score(state, pod, batch)
-    if run.pre_score.code.label == "Error":
-        run.error = run.pre_score
+    run.feasible = [table.names[int(r)] for r in result.feasible_rows]
+    run.pre_score = result.pre_score_status
+    if result.failed_at == "PreScore":
+        run.error = result.status
         return run
     if name in state.skip_score_plugins:
         run.score_skipped = True
         return run
-    scores = fwk.run_score(state, pod, batch)
-    if scores.error is not None:
-        run.error = scores.error
+    if result.failed_at == "Score":
+        run.error = result.status
         return run
-    if scores.plugins:
-        ps = scores.plugins[0]
+    if result.scores is not None and result.scores.plugins:
+        ps = result.scores.plugins[0]
         run.raw_scores = {n: int(v) for n, v in zip(run.feasible, ps.raw.tolist(), strict=True)}
         run.scores = {n: int(v) for n, v in zip(run.feasible, ps.normalized.tolist(), strict=True)}
     return run
+
+
+async def schedule_pending(scheduler: Scheduler) -> list[ScheduleOneResult]:
+    """Schedule the active pods one at a time, each binding awaited before the next,
+    until no pod is active; then flush the recorder. Returns every turn, in order
+    (``turn.binding.result()`` says whether a pod was bound). Backing-off pods wait."""
+    turns = []
+    while (turn := scheduler.schedule_one()) is not None:
+        turns.append(turn)
+        if turn.binding is not None:
+            await turn.binding
+    await scheduler.recorder.flush()
+    return turns

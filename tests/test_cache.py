@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from scorer.cache import PODS, ClusterCache, NodeTable
+import attrs
+import pytest
+
+from scorer.cache import PODS, CacheError, ClusterCache, NodeTable
 from scorer.testing import make_node, make_pod
 
 
@@ -89,3 +92,82 @@ def test_pod_seen_before_its_node():
     assert cache.table.requested[0, PODS] == 1
     cache.remove_node("late")
     assert len(cache.table) == 0
+
+
+def test_pods_are_indexed_by_node_and_wait_for_theirs():
+    cache = ClusterCache()
+    cache.add_pod(attrs.evolve(make_pod("a", cpu="1"), node_name="n1"))
+    cache.add_pod(attrs.evolve(make_pod("b", cpu="2"), node_name="n2"))
+    cache.add_node(make_node("n1"))
+    cpu = cache.table.resource_index["cpu"]
+    # Only n1's pod is counted when n1 arrives; n2's keeps waiting for its node.
+    assert [p.name for p in cache.pods_on("n1")] == ["a"]
+    assert cache.table.requested[0, cpu] == 1000
+    assert [p.name for p in cache.pods_on("n2")] == ["b"]
+    cache.add_node(make_node("n2"))
+    assert cache.table.requested[cache.table.index["n2"], cpu] == 2000
+
+
+def test_a_removed_node_keeps_its_pods_for_its_return():
+    cache = ClusterCache()
+    cache.add_node(make_node("n1"))
+    pod = attrs.evolve(make_pod("a", cpu="1"), node_name="n1")
+    cache.add_pod(pod)
+    cache.remove_node("n1")
+    assert cache.pods_on("n1") == (pod,)
+    cache.remove_pod(pod)
+    assert cache.pods_on("n1") == ()
+    cache.add_node(make_node("n1"))
+    assert cache.table.requested[0].sum() == 0
+
+
+def test_a_pod_moving_between_nodes_is_counted_once():
+    cache = ClusterCache()
+    cache.add_node(make_node("n1"))
+    cache.add_node(make_node("n2"))
+    cache.add_pod(attrs.evolve(make_pod("a", cpu="1"), node_name="n1"))
+    cache.add_pod(attrs.evolve(make_pod("a", cpu="1"), node_name="n2"))
+    cpu = cache.table.resource_index["cpu"]
+    assert cache.table.requested[:2, cpu].tolist() == [0, 1000]
+    # Counted again with other requests on the same node: replaced, not added.
+    cache.add_pod(attrs.evolve(make_pod("a", cpu="3"), node_name="n2"))
+    assert cache.table.requested[:2, cpu].tolist() == [0, 3000]
+
+
+def test_terminal_pods_are_not_counted():
+    cache = ClusterCache()
+    cache.add_node(make_node("n1"))
+    running = attrs.evolve(make_pod("job", cpu="1"), node_name="n1")
+    cache.add_pod(running)
+    cache.add_pod(attrs.evolve(running, phase="Succeeded"))
+    assert "default/job" not in cache.pods and cache.table.requested[0].sum() == 0
+    cache.load([], [attrs.evolve(make_pod("done", cpu="1"), node_name="n1", phase="Failed")], [])
+    assert cache.table.requested[0].sum() == 0
+
+
+def test_totals_never_wrap_past_int64():
+    cache = ClusterCache()
+    cache.add_node(make_node("n1"))
+    memory = cache.table.resource_index["memory"]
+    cache.add_pod(attrs.evolve(make_pod("a", memory="4Ei"), node_name="n1"))
+    cache.add_pod(attrs.evolve(make_pod("b", memory="3Ei"), node_name="n1"))
+    with pytest.raises(CacheError, match=r"pod default/c: its memory request \(\d+\) would take node n1's "
+                                         "requested memory past the int64 maximum"):
+        cache.add_pod(attrs.evolve(make_pod("c", memory="2Ei"), node_name="n1"))
+    with pytest.raises(CacheError, match="pod default/d"):
+        cache.assume(make_pod("d", memory="2Ei"), "n1")
+    assert set(cache.pods) == {"default/a", "default/b"} and not cache.assumed
+    assert cache.table.requested[0, memory] == 7 * 2**60
+    # Replacing a pod by a new version of itself is not an overflow.
+    cache.add_pod(attrs.evolve(make_pod("a", memory="4Ei", cpu="1"), node_name="n1"))
+    assert cache.table.requested[0, memory] == 7 * 2**60
+
+
+def test_an_overflowing_pod_waiting_for_its_node_is_refused_when_the_node_arrives():
+    cache = ClusterCache()
+    cache.add_pod(attrs.evolve(make_pod("a", memory="5Ei"), node_name="late"))
+    cache.add_pod(attrs.evolve(make_pod("b", memory="5Ei"), node_name="late"))
+    with pytest.raises(CacheError, match="pod default/b"):
+        cache.add_node(make_node("late"))
+    assert cache.node("late") is not None
+    assert set(cache.pods) == {"default/a"}

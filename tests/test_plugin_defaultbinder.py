@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from scorer.cluster.memory import InMemoryCluster
 from scorer.framework import Code, CycleState
 from scorer.framework.catalog import PluginRegistry
-from scorer.memory import InMemoryCluster
 from scorer.plugins import defaultbinder
 from scorer.plugins.defaultbinder import DefaultBinder
 from scorer.testing import make_handle, make_node, make_pod

@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 
 from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.explain import explain_pod
 from scorer.framework import NodeBatch
-from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
 from scorer.plugins.helper.metricreader import MISSING, STALE
 from scorer.registry import build_registry
@@ -189,25 +189,21 @@ def test_empty_and_bad_queries_keep_scheduling(prom_env, query, kind, text):
 
 
 async def _schedule(asm, pods) -> list[str | None]:
-    """Add ``pods`` and run one scheduling + binding cycle each (bounded)."""
+    """Create ``pods`` in the started in-memory cluster and schedule each: one turn of the loop, bound."""
     placed = []
     cluster = asm.frameworks["default-scheduler"].handle.binder
     for pod in pods:
-        cluster.pods[pod.key] = pod
-        asm.queue.add(pod)
-        qpi = asm.queue.pop()
-        attempt = asm.scheduler.scheduling_cycle(qpi)
-        node = None
-        if attempt is not None and await asm.scheduler.binding_cycle(attempt):
-            node = attempt.node
-        placed.append(node)
+        cluster.apply(pod)  # the cluster source queues it
+        turn = asm.scheduler.schedule_one()
+        placed.append(turn.node if turn.binding is not None and await turn.binding else None)
     return placed
 
 
 def _assembly(server_url: str, device: str, objects: LoadedObjects, **policy):
     args = {"policy": {"maxAge": "3s", **policy}}
-    asm = assemble(config(server_url, device, **args), InMemoryCluster.from_objects(objects), registry=registry())
-    asm.cache.load(objects.nodes, [], [])
+    in_memory = InMemoryCluster.from_objects(objects)
+    asm = assemble(config(server_url, device, **args), in_memory, registry=registry())
+    in_memory.start(asm.handlers)
     return asm
 
 
@@ -304,8 +300,9 @@ def test_slow_prometheus_times_out_without_blocking_cycles(prom_env):
     with DelayProxy(server.url, delay_seconds=0.0) as proxy:
         objects = cluster(N_NODES, 0)
         cfg = config(proxy.url, "slow", source={"refreshInterval": "1s", "queryTimeout": "500ms"})
-        asm = assemble(cfg, InMemoryCluster.from_objects(objects), registry=registry())
-        asm.cache.load(objects.nodes, [], [])
+        in_memory = InMemoryCluster.from_objects(objects)
+        asm = assemble(cfg, in_memory, registry=registry())
+        in_memory.start(asm.handlers)
         hub = asm.sources
         (source,) = hub.prometheus_sources
 

@@ -1,124 +1,68 @@
-"""The scheduling algorithm and cycles: sampling, FitError text, selection,
-plugin failures (a raising plugin is an Error naming it; the scheduler goes on)."""
+"""The Scheduler and its loop: schedule_one, run and stop, concurrent bindings (a pod held at
+Permit does not stall the others), bounded bindings, guarded tasks, liveness."""
 
 from __future__ import annotations
 
 import asyncio
-import random
+import logging
 
-import numpy as np
 import pytest
+from schedkit import RaisingFilter, build, config_with, schedule_all
 
-from scorer.assembly import assemble
-from scorer.framework import Code, CycleState, FilterVerdict, Status
-from scorer.hookspecs import hookimpl
-from scorer.memory import InMemoryCluster
-from scorer.registry import build_registry
-from scorer.scheduler import num_feasible_nodes_to_find
+from scorer.framework import Code, Status
 from scorer.testing import make_node, make_pod
 
 
-@pytest.mark.parametrize(
-    ("pct", "nodes", "expected"),
-    [
-        (None, 50, 50),  # under 100 nodes: all
-        (0, 99, 99),
-        (0, 100, 100),  # 50 - 0 = 50% -> 50 -> floor 100
-        (0, 500, 230),  # 50 - 4 = 46%
-        (0, 1000, 420),
-        (0, 3000, 780),
-        (0, 5000, 500),  # 50 - 40 = 10%
-        (0, 6000, 300),  # 50 - 48 = 2% -> floor 5%
-        (0, 15000, 750),
-        (10, 500, 100),  # 50 -> floor 100
-        (50, 1000, 500),
-        (100, 1000, 1000),
-    ],
-)
-def test_num_feasible_nodes_to_find(pct, nodes, expected):
-    assert num_feasible_nodes_to_find(pct, nodes) == expected
+class HoldLabelled:
+    """Permit: holds pods labelled ``hold`` until a test allows them through the handle."""
+
+    name = "HoldLabelled"
+
+    def permit(self, state, pod, node):
+        if pod.labels.get("hold"):
+            return Status(Code.WAIT), 30.0
+        return None
 
 
-class Plugins:
-    """A plugin module registered through the hook, as a distribution would."""
+class SlowPreBind:
+    """PreBind: waits until ``release`` is set, counting how many pods wait at once."""
 
-    def __init__(self, *plugin_classes):
-        self.plugin_classes = plugin_classes
+    name = "SlowPreBind"
+    release: asyncio.Event | None = None
+    inside = 0
+    most = 0
 
-    @hookimpl
-    def scorer_register_plugins(self, registry):
-        for cls in self.plugin_classes:
-            registry.register(cls.name, lambda args, handle, cls=cls: cls(), plugin_type=cls)
-
-
-class RaisingFilter:
-    name = "RaisingFilter"
-
-    def filter(self, state, pod, node):
-        raise RuntimeError("boom")
-
-
-class RaisingScore:
-    name = "RaisingScore"
-
-    def score_batch(self, state, pod, nodes):
-        raise ValueError("bad metric")
+    async def pre_bind(self, state, pod, node):
+        cls = SlowPreBind
+        cls.inside += 1
+        cls.most = max(cls.most, cls.inside)
+        try:
+            if cls.release is not None:
+                await cls.release.wait()
+            else:
+                await asyncio.sleep(0.01)
+        finally:
+            cls.inside -= 1
 
 
-class OutOfRange:
-    name = "OutOfRange"
-
-    def score(self, state, pod, node):
-        return 101
+@pytest.fixture(autouse=True)
+def _reset_slow_pre_bind():
+    SlowPreBind.release, SlowPreBind.inside, SlowPreBind.most = None, 0, 0
 
 
-class PerNodeScore:
-    name = "PerNodeScore"
-
-    def score(self, state, pod, node):
-        return int(node.name[-1]) * 10
-
-
-class RejectOdd:
-    name = "RejectOdd"
-
-    def filter_batch(self, state, pod, nodes):
-        verdict = FilterVerdict(len(nodes))
-        verdict.reject(np.array([int(n[-1]) % 2 == 1 for n in nodes.names]), "odd node")
-        return verdict
-
-
-def config_with(*names, weight=1, extra=None):
-    profile = {"schedulerName": "default-scheduler",
-               "plugins": {"multiPoint": {"enabled": [{"name": n, "weight": weight} for n in names]}}}
-    profile.update(extra or {})
-    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-            "profiles": [profile]}
-
-
-def build(config, nodes, pods, *plugin_classes, seed=0):
-    registry = build_registry(autoload=False, modules=[Plugins(*plugin_classes)])
-    cluster = InMemoryCluster(nodes, pods, [])
-    asm = assemble(config, cluster, registry=registry, seed=seed)
-    asm.cache.load(nodes, cluster.bound_pods(), [])
-    return asm, cluster
-
-
-def schedule_all(asm):
-    async def run():
-        while (qpi := asm.queue.pop()) is not None:
-            attempt = asm.scheduler.scheduling_cycle(qpi)
-            if attempt is not None:
-                await asm.scheduler.binding_cycle(attempt)
-
-    asyncio.run(run())
+async def until(predicate, turns: int = 2000) -> None:
+    """Let the event loop run until ``predicate()`` holds (bounded: fails instead of hanging)."""
+    for _ in range(turns):
+        if predicate():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached")
 
 
 def test_raising_filter_is_an_error_naming_the_plugin_and_the_pod_is_retried():
     nodes = [make_node("n1"), make_node("n2")]
     pod = make_pod("p")
     asm, cluster = build(config_with("RaisingFilter"), nodes, [pod], RaisingFilter)
-    asm.queue.add(pod)
     schedule_all(asm)
     event = cluster.events[-1]
     assert event.reason == "FailedScheduling"
@@ -129,106 +73,10 @@ def test_raising_filter_is_an_error_naming_the_plugin_and_the_pod_is_retried():
     assert cluster.pods[pod.key].node_name == ""
 
 
-def test_raising_score_plugin_is_an_error():
-    nodes = [make_node("n1"), make_node("n2")]
-    asm, _ = build(config_with("RaisingScore"), nodes, [], RaisingScore)
-    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"))
-    assert result.selected is None
-    assert result.status.code == Code.ERROR
-    assert result.status.plugin == "RaisingScore"
-    assert "ValueError: bad metric" in result.message
-
-
-def test_score_out_of_range_is_an_error():
-    nodes = [make_node("n1"), make_node("n2")]
-    asm, _ = build(config_with("OutOfRange"), nodes, [], OutOfRange)
-    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"))
-    assert result.status.code == Code.ERROR
-    assert "invalid score 101" in result.message and "OutOfRange" in result.message
-
-
-def test_per_node_score_plugin_is_adapted_and_weighted():
-    nodes = [make_node(f"n{i}") for i in range(1, 4)]
-    asm, _ = build(config_with("PerNodeScore", weight=5), nodes, [], PerNodeScore)
-    fwk = asm.frameworks["default-scheduler"]
-    result = asm.scheduler.schedule_pod(fwk, CycleState(), make_pod("p", cpu="100m"), evaluate_all=True)
-    assert result.selected == "n3"
-    ps = next(p for p in result.scores.plugins if p.plugin == "PerNodeScore")
-    assert ps.raw.tolist() == [10, 20, 30]
-    assert ps.weight == 5
-
-
-def test_fit_error_message_histogram_is_sorted():
-    nodes = [make_node("n1", cpu="1"), make_node("n2", cpu="1"), make_node("n3", cpu="8"),
-             make_node("n4", unschedulable=True)]
-    asm, _ = build(None, nodes, [])
-    fwk = asm.frameworks["default-scheduler"]
-    pod = make_pod("p", cpu="4", memory="64Gi")
-    result = asm.scheduler.schedule_pod(fwk, CycleState(), pod)
-    assert result.selected is None
-    # n4 is rejected by NodeUnschedulable first; n1, n2 lack cpu and memory; n3 lacks memory.
-    assert result.message == (
-        "0/4 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 3 Insufficient memory."
-    )
-    assert result.unschedulable_plugins == {"NodeUnschedulable", "NodeResourcesFit"}
-
-
-def test_no_nodes_message():
-    asm, _ = build(None, [], [])
-    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"))
-    assert result.message == "no nodes available to schedule pods"
-
-
-def test_single_feasible_node_is_chosen_without_scoring():
-    nodes = [make_node("n1"), make_node("n2"), make_node("n3")]
-    asm, _ = build(config_with("RejectOdd", "RaisingScore"), nodes, [], RejectOdd, RaisingScore)
-    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"))
-    # Only n2 passes; RaisingScore would fail if it ran.
-    assert result.selected == "n2"
-    assert result.scores is None
-
-
-def test_ties_are_broken_at_random_among_the_best():
-    nodes = [make_node(f"n{i}") for i in range(4)]
-    chosen = set()
-    for seed in range(40):
-        asm, _ = build(None, nodes, [], seed=seed)
-        result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"))
-        chosen.add(result.selected)
-    assert chosen == {"n0", "n1", "n2", "n3"}
-
-
-def test_sampling_rotates_the_start_index():
-    # 200 nodes, percentageOfNodesToScore 10 -> 20 -> floor 100 nodes per cycle.
-    nodes = [make_node(f"n{i:03d}") for i in range(200)]
-    config = config_with(extra={"percentageOfNodesToScore": 10})
-    asm, _ = build(config, nodes, [])
-    fwk = asm.frameworks["default-scheduler"]
-    first = asm.scheduler.schedule_pod(fwk, CycleState(), make_pod("a"))
-    assert len(first.feasible_positions) == 100 and first.processed == 100
-    assert asm.scheduler.next_start_node_index == 100
-    second = asm.scheduler.schedule_pod(fwk, CycleState(), make_pod("b"))
-    assert int(second.rows[0]) == 100
-    assert asm.scheduler.next_start_node_index == 0
-
-
-def test_sampling_counts_rejected_nodes_as_processed():
-    nodes = [make_node(f"n{i:03d}", cpu="1" if i % 2 else "8") for i in range(300)]
-    asm, _ = build(config_with(extra={"percentageOfNodesToScore": 20}), nodes, [])
-    fwk = asm.frameworks["default-scheduler"]
-    result = asm.scheduler.schedule_pod(fwk, CycleState(), make_pod("p", cpu="2"))
-    # 20% of 300 = 60 -> floor 100 feasible; every other node fits, so 199 nodes were processed.
-    assert len(result.feasible_positions) == 100
-    assert result.processed == 199
-    assert sum(len(r.positions) for r in result.records) == 99
-
-
 def test_simulated_burst_places_every_pod_and_respects_capacity():
     nodes = [make_node(f"n{i}", cpu="2", memory="4Gi", pods=10) for i in range(3)]
     pods = [make_pod(f"p{i}", cpu="500m", memory="512Mi") for i in range(14)]
     asm, cluster = build(None, nodes, pods)
-    for pod in pods:
-        asm.queue.add(pod)
     schedule_all(asm)
     placed = [p for p in cluster.pods.values() if p.node_name]
     assert len(placed) == 12  # 4 per node by cpu
@@ -241,65 +89,187 @@ def test_simulated_burst_places_every_pod_and_respects_capacity():
     assert {e.reason for e in cluster.events} == {"Scheduled", "FailedScheduling"}
 
 
-def test_bind_failure_forgets_the_pod_and_requeues():
-    nodes = [make_node("n1")]
-    pod = make_pod("p", cpu="1")
-    asm, cluster = build(None, nodes, [pod])
-    asm.queue.add(pod)
-    del cluster.pods[pod.key]  # the pod disappears before binding: the API answers 404
-    schedule_all(asm)
-    assert asm.cache.sizes()["assumed_pods"] == 0
-    assert asm.cache.table.requested[0].sum() == 0
-    note = cluster.events[-1].note
-    assert note.startswith("binding rejected: ") and "not found" in note
+async def test_schedule_one_returns_none_without_an_active_pod():
+    asm, _ = build(None, [make_node("n1")], [])
+    assert asm.scheduler.schedule_one() is None
 
 
-def test_status_helpers():
-    assert Status().is_success()
-    assert Status.unschedulable("x", resolvable=False).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert Status(Code.UNSCHEDULABLE, ("a", "b")).message() == "a, b"
-    assert Code.UNSCHEDULABLE_AND_UNRESOLVABLE.label == "UnschedulableAndUnresolvable"
-    assert random.Random(0).random() == random.Random(0).random()
+async def test_a_pod_held_at_permit_does_not_stall_the_others():
+    nodes = [make_node("n1"), make_node("n2")]
+    pods = [make_pod("held", labels={"hold": "yes"}), make_pod("a"), make_pod("b")]
+    asm, cluster = build(config_with("HoldLabelled"), nodes, pods, HoldLabelled)
+    scheduler = asm.scheduler
+    loop = asyncio.create_task(scheduler.run())
+    await until(lambda: cluster.pods["default/a"].node_name and cluster.pods["default/b"].node_name)
+    # "held" was scheduled first and is still waiting at Permit, assumed on its node.
+    assert cluster.pods["default/held"].node_name == ""
+    assert asm.cache.is_assumed("default/held")
+    assert [t.get_name() for t in scheduler.binding_tasks] == ["bind:default/held"]
+    asm.frameworks["default-scheduler"].handle.waiting_pods["default/held"].allow("HoldLabelled")
+    await until(lambda: cluster.pods["default/held"].node_name)
+    await scheduler.stop()
+    await loop
+    assert [e.pod for e in cluster.events] == ["default/a", "default/b", "default/held"]
+    assert {e.reason for e in cluster.events} == {"Scheduled"}
 
 
-class Gate:
-    """A Permit plugin that holds every pod; tests allow or reject it through the handle."""
+async def test_stop_lets_bindings_finish_within_the_grace_then_cancels_and_requeues():
+    nodes = [make_node("n1"), make_node("n2")]
+    pods = [make_pod("held", labels={"hold": "yes"}), make_pod("slow")]
+    asm, cluster = build(config_with("HoldLabelled", "SlowPreBind"), nodes, pods, HoldLabelled, SlowPreBind)
+    scheduler = asm.scheduler
+    loop = asyncio.create_task(scheduler.run())
+    await until(lambda: len(scheduler.binding_tasks) == 2)
+    await scheduler.stop(grace=0.5)
+    await loop
+    # The slow binding finished within the grace period; the held one was cancelled.
+    assert cluster.pods["default/slow"].node_name
+    assert cluster.pods["default/held"].node_name == ""
+    assert not scheduler.binding_tasks
+    assert not asm.cache.is_assumed("default/held") and "default/held" not in asm.cache.pods
+    assert asm.frameworks["default-scheduler"].handle.waiting_pods == {}
+    assert "default/held" in asm.queue and not asm.queue.is_in_flight("default/held")
+    assert asm.queue.pending_counts()["backoff"] == 1
+    errors = asm.metrics.registry.get_sample_value(
+        "scheduler_schedule_attempts_total", {"result": "error", "profile": "default-scheduler"})
+    assert errors == 1.0
+    # The recorder was flushed: the Scheduled event is written.
+    assert [(e.pod, e.reason) for e in cluster.events] == [("default/slow", "Scheduled")]
 
-    name = "Gate"
 
-    def permit(self, state, pod, node):
-        return Status(Code.WAIT), 30.0
+async def test_stop_wakes_an_idle_loop_and_liveness_follows_the_loop():
+    asm, _ = build(None, [make_node("n1")], [])
+    scheduler = asm.scheduler
+    scheduler.pop_timeout = 60.0  # an idle loop would sleep this long in pop_wait
+    assert not scheduler.healthy(max_silence=5.0)
+    loop = asyncio.create_task(scheduler.run())
+    await until(lambda: scheduler.heartbeat > 0)
+    assert scheduler.healthy(max_silence=5.0)
+    assert not scheduler.healthy(max_silence=-1.0)  # a heartbeat older than max_silence is not live
+    await asyncio.wait_for(scheduler.stop(), timeout=10.0)
+    await loop
+    assert not scheduler.healthy(max_silence=5.0)
 
 
-@pytest.mark.parametrize("decision", ["allow", "reject", "timeout"])
-def test_permit_wait_allow_reject_and_timeout(decision):
-    nodes = [make_node("n1")]
-    pod = make_pod("p", cpu="1")
-    asm, cluster = build(config_with("Gate"), nodes, [pod], Gate)
-    asm.queue.add(pod)
-    fwk = asm.frameworks["default-scheduler"]
+async def test_a_scheduler_stopped_before_its_loop_started_does_not_run():
+    asm, cluster = build(None, [make_node("n1")], [make_pod("p")])
+    loop = asyncio.create_task(asm.scheduler.run())
+    await asm.scheduler.stop()  # the shutdown of a service that had just started
+    await asyncio.wait_for(loop, timeout=10.0)
+    assert cluster.pods["default/p"].node_name == "" and "default/p" in asm.queue
 
-    async def run():
-        attempt = asm.scheduler.scheduling_cycle(asm.queue.pop())
-        assert attempt is not None and attempt.permit_wait == 30.0
-        # The pod is assumed while it waits: its resources already count.
-        assert asm.cache.is_assumed(pod.key)
-        waiting = fwk.handle.waiting_pods[pod.key]
-        if decision == "allow":
-            waiting.allow("Gate")
-        elif decision == "reject":
-            waiting.reject("Gate", "quota exceeded")
-        else:
-            attempt.permit_wait = 0.01
-        return await asm.scheduler.binding_cycle(attempt)
 
-    bound = asyncio.run(run())
-    assert fwk.handle.waiting_pods == {}
-    if decision == "allow":
-        assert bound and cluster.pods[pod.key].node_name == "n1"
-        return
-    assert not bound and cluster.pods[pod.key].node_name == ""
-    assert not asm.cache.is_assumed(pod.key)
-    expected = "quota exceeded" if decision == "reject" else "rejected due to timeout after waiting at permit"
-    assert cluster.events[-1].note == f"0/1 nodes are available: {expected}."
-    assert cluster.conditions[pod.key].reason == "Unschedulable"
+async def test_the_idle_loop_schedules_a_pod_that_arrives():
+    asm, cluster = build(None, [make_node("n1")], [])
+    loop = asyncio.create_task(asm.scheduler.run())
+    await asyncio.sleep(0.01)
+    cluster.apply(make_pod("late"))  # the cluster source delivers a new pending pod
+    await until(lambda: cluster.pods["default/late"].node_name == "n1")
+    await asm.scheduler.stop()
+    await loop
+
+
+async def test_cancelling_run_cancels_bindings_and_requeues_their_pods():
+    pods = [make_pod("held", labels={"hold": "yes"})]
+    asm, cluster = build(config_with("HoldLabelled"), [make_node("n1")], pods, HoldLabelled)
+    loop = asyncio.create_task(asm.scheduler.run())
+    await until(lambda: asm.scheduler.binding_tasks)
+    loop.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop
+    assert not asm.scheduler.binding_tasks
+    assert "default/held" in asm.queue and not asm.cache.is_assumed("default/held")
+
+
+async def test_bindings_past_permit_are_bounded():
+    pods = [make_pod(f"p{i}") for i in range(5)]
+    asm, cluster = build(config_with("SlowPreBind"), [make_node("n1")], pods, SlowPreBind,
+                         max_concurrent_bindings=2)
+    SlowPreBind.release = asyncio.Event()
+    turns = [asm.scheduler.schedule_one() for _ in range(5)]
+    assert [t.outcome for t in turns] == ["binding"] * 5
+    await until(lambda: SlowPreBind.inside == 2)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert SlowPreBind.inside == 2  # the other three wait for a slot
+    SlowPreBind.release.set()
+    assert await asyncio.gather(*(t.binding for t in turns)) == [True] * 5
+    assert SlowPreBind.most == 2
+    assert all(p.node_name == "n1" for p in cluster.pods.values())
+
+
+async def test_a_crashing_binding_task_is_logged_and_its_pod_requeued(caplog, monkeypatch):
+    asm, cluster = build(None, [make_node("n1")], [make_pod("p", cpu="1")])
+
+    async def crash(attempt, slots=None):
+        raise RuntimeError("bug in the binding cycle")
+
+    monkeypatch.setattr(asm.scheduler.binding, "run", crash)
+    with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
+        turn = asm.scheduler.schedule_one()
+        assert await turn.binding is False
+    assert "binding task bind:default/p crashed" in caplog.text
+    await asm.recorder.flush()
+    assert cluster.events[-1].note == "binding rejected: RuntimeError: bug in the binding cycle"
+    assert cluster.conditions["default/p"].reason == "SchedulerError"
+    assert not asm.cache.is_assumed("default/p") and asm.cache.table.requested[0].sum() == 0
+    assert asm.queue.pending_counts()["backoff"] == 1
+
+
+async def test_a_crashing_scheduling_cycle_is_logged_and_its_pod_requeued(caplog, monkeypatch):
+    asm, cluster = build(None, [make_node("n1")], [make_pod("p")])
+
+    def crash(*args, **kwargs):
+        raise KeyError("bug in the algorithm")
+
+    monkeypatch.setattr(asm.scheduler.algorithm, "schedule_pod", crash)
+    with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
+        turn = asm.scheduler.schedule_one()
+    assert turn.outcome == "error" and "KeyError" in turn.message
+    assert "scheduling cycle of pod default/p crashed" in caplog.text
+    assert asm.queue.pending_counts()["backoff"] == 1 and not asm.queue.is_in_flight("default/p")
+
+
+async def test_a_crashed_background_task_is_logged_and_makes_the_scheduler_unhealthy(caplog, monkeypatch):
+    asm, _ = build(None, [make_node("n1")], [])
+
+    async def crash():
+        raise RuntimeError("drain broke")
+
+    monkeypatch.setattr(asm.recorder, "run", crash)
+    loop = asyncio.create_task(asm.scheduler.run())
+    with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
+        await until(lambda: asm.scheduler.failure is not None)
+    assert asm.scheduler.failure == "event-recorder: RuntimeError: drain broke"
+    assert "background task event-recorder crashed" in caplog.text
+    assert not asm.scheduler.healthy(max_silence=60.0)
+    await asm.scheduler.stop()
+    await loop
+
+
+async def test_the_loop_yields_to_the_event_loop_once_per_interval():
+    asm, _ = build(None, [], [])
+    scheduler = asm.scheduler
+    scheduler.yield_interval = 60.0
+    ran = []
+
+    async def turn():
+        asyncio.get_running_loop().call_soon(ran.append, "other work")
+        await scheduler.maybe_yield()
+        return list(ran)
+
+    assert await turn() == ["other work"]  # the first call yields
+    ran.clear()
+    assert await turn() == []  # within the interval: no yield, the callback waits
+    await asyncio.sleep(0)
+    assert ran == ["other work"]
+
+
+def test_scheduler_options_are_checked():
+    asm, _ = build(None, [], [])
+    with pytest.raises(ValueError, match="max_concurrent_bindings must be >= 1"):
+        type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, max_concurrent_bindings=0)
+    with pytest.raises(ValueError, match="pop_timeout must be > 0"):
+        type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, pop_timeout=0)
+    with pytest.raises(ValueError, match="yield_interval must be >= 0"):
+        type(asm.scheduler)(asm.cache, asm.frameworks, asm.queue, asm.recorder, yield_interval=-1)

@@ -283,7 +283,7 @@ _ReadsCpuModule.scorer_register_plugins = hookimpl(_ReadsCpuModule.scorer_regist
 @pytest.mark.parametrize("reads_metrics", [True, False])
 def test_assumed_pods_become_in_flight_through_the_cache(reads_metrics):
     from scorer.assembly import assemble
-    from scorer.memory import InMemoryCluster
+    from scorer.cluster.memory import InMemoryCluster
     from scorer.model import LoadedObjects
     from scorer.registry import build_registry
 

@@ -18,12 +18,12 @@ from scorer_loadaware import METRICS, NAME, LoadAware, LoadAwareArgs, least_util
 from scorer_loadaware.plugin import MAX_RAW_SCORE, factory
 
 from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError
 from scorer.explain import explain_pod
 from scorer.framework import Code
 from scorer.framework.events import ClusterEvent, matches
-from scorer.memory import InMemoryCluster
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate

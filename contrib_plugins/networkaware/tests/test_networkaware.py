@@ -12,15 +12,15 @@ import scorer_networkaware
 from scorer_networkaware import ERR_REASON, NAME, NetworkAwareArgs, factory
 
 from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure, unstructure
 from scorer.errors import ConfigError
 from scorer.framework import Code, NodeBatch
 from scorer.framework.events import ClusterEvent, matches
-from scorer.memory import InMemoryCluster
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import VirtualClock, simulate
-from scorer.testing import make_cache, make_handle, make_node, make_pod, plugin_config, run_plugin
+from scorer.testing import make_cache, make_handle, make_node, make_pod, plugin_config, run_plugin, schedule_pending
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -284,21 +284,13 @@ def test_relabelled_node_releases_the_waiting_pod():
     cluster = InMemoryCluster(nodes, [pod], [])
     clock = VirtualClock()
     asm = assemble(config_with_args({}), cluster, registry=registry, clock=clock)
-    asm.cache.load(nodes, cluster.bound_pods(), [])
-    asm.queue.add(pod)
-
-    async def schedule_all():
-        while (qpi := asm.queue.pop()) is not None:
-            attempt = asm.scheduler.scheduling_cycle(qpi)
-            if attempt is not None:
-                await asm.scheduler.binding_cycle(attempt)
-
-    asyncio.run(schedule_all())
+    cluster.start(asm.handlers)
+    asyncio.run(schedule_pending(asm.scheduler))
     assert asm.queue.pending_counts()["unschedulable"] == 1
     assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Add")) == 0
 
     asm.cache.update_node(make_node("standard", labels={"network-topology": "high-speed"}))
     assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("Node", "UpdateNodeLabel")) == 1
     clock.advance_to(60)  # past the pod's backoff
-    asyncio.run(schedule_all())
+    asyncio.run(schedule_pending(asm.scheduler))
     assert cluster.pods[pod.key].node_name == "standard"

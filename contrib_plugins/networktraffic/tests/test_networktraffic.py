@@ -23,11 +23,11 @@ from scorer_networktraffic.plugin import MAX_RAW_SCORE, METRICS, factory, normal
 
 from scorer.assembly import assemble
 from scorer.cli import main
+from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError, PluginError
 from scorer.framework import Code
 from scorer.framework.events import ClusterEvent, matches
-from scorer.memory import InMemoryCluster
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate

@@ -1,0 +1,163 @@
+"""The binding cycle: WaitOnPermit, PreBind, Bind, PostBind for a pod already assumed.
+
+kube-scheduler's ``bindingCycle`` and ``handleBindingCycleError``
+(reference/kube-scheduler.md §8.1). It runs as its own asyncio task
+(``Scheduler`` starts one per assumed pod), so a pod held at Permit or a slow
+API does not hold up the scheduling of others.
+
+On success: the ``Scheduled`` Event, the attempt counted, PostBind. The cache
+learns of the binding from the cluster source (the bound pod confirms the
+assumed one). On failure: Unreserve, forget the assumed pod, an
+``AssignedPodDelete`` event for the pods its resources may now fit, and the
+scheduling failure handling (requeue, FailedScheduling Event, PodScheduled
+condition): a Permit rejection or timeout is a FitError over that one node,
+anything else an error with ``binding rejected: <message>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+from scorer.cycle import ERROR, NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
+from scorer.framework.events import ASSIGNED_POD, ClusterEvent
+from scorer.framework.status import Code, Status
+
+log = logging.getLogger("scorer.binding")
+
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, "Delete")
+
+
+class BindingSlots:
+    """At most ``limit`` bindings past Permit at once; the others wait for a slot in turn.
+
+    An asyncio.Semaphore would do, but costs three coroutines per binding; a
+    free slot here is taken with two attribute updates (``try_acquire``).
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"the binding limit must be >= 1, got {limit}")
+        self.limit = limit
+        self.in_use = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_acquire(self) -> bool:
+        if self.in_use < self.limit and not self._waiters:
+            self.in_use += 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.try_acquire():
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # release() hands its slot over
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot this binding will not use
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.in_use -= 1
+
+
+class BindingCycle:
+    """Binds the Attempts of one scheduler; shares its cache, queue, recorder and metrics."""
+
+    def __init__(self, cycle: SchedulingCycle) -> None:
+        self.cycle = cycle
+        self.cache = cycle.cache
+        self.queue = cycle.queue
+        self.recorder = cycle.recorder
+
+    async def run(self, attempt: Attempt, slots: BindingSlots | None = None) -> bool:
+        """Bind ``attempt``; True if the pod was bound. ``slots`` bounds the bindings past
+        Permit (PreBind, Bind, PostBind: the API calls); waiting at Permit takes no slot."""
+        fwk, state, pod, node = attempt.framework, attempt.state, attempt.pod, attempt.node
+        if attempt.permit_wait > 0:
+            waiting = fwk.handle.waiting_pods.get(pod.key)
+            try:
+                status = await waiting.wait(attempt.permit_wait) if waiting is not None else Status()
+            finally:
+                fwk.handle.waiting_pods.pop(pod.key, None)
+            if not status.is_success():
+                return self._failed(attempt, status)
+        if slots is not None and not slots.try_acquire():
+            await slots.acquire()
+        try:
+            status = await fwk.run_pre_bind(state, pod, node)
+            if status.is_success():
+                status = await fwk.run_bind(state, pod, node)
+                if status.is_skip():
+                    status = Status.error("no bind plugin bound the pod")
+            if not status.is_success():
+                return self._failed(attempt, status)
+            attempt.bound = True
+            self.queue.done(pod.key)
+            self.recorder.record(pod, "Normal", "Scheduled", "Binding",
+                                 f"Successfully assigned {pod.key} to {node}")
+            self.cycle.observe(SCHEDULED, fwk, attempt.started)
+            await fwk.run_post_bind(state, pod, node)
+        finally:
+            if slots is not None:
+                slots.release()
+        if self.cycle.on_report is not None:
+            self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
+        return True
+
+    def _failed(self, attempt: Attempt, status: Status) -> bool:
+        fwk, pod, node = attempt.framework, attempt.pod, attempt.node
+        fwk.run_unreserve(attempt.state, pod, node)
+        self.cache.forget(pod)
+        if status.is_rejected():
+            # A Permit rejection or timeout: kube reports it as a FitError over that one node.
+            message = f"{NO_NODE_AVAILABLE_MSG.format(1)}: {status.message()}."
+            attempt.result.unschedulable_plugins = frozenset({status.plugin} - {""})
+            attempt.result.message = message
+            self.cycle.fail(attempt.qpi, fwk, attempt.result, Status(Code.UNSCHEDULABLE, (message,), status.plugin),
+                            attempt.started)
+            # After the requeue, as kube defers it, so the event is not one the pod saw in flight.
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+            return False
+        # The forgotten pod freed its node's resources: other pods may fit there now.
+        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+        message = status.message() or "binding failed"
+        error = Status(Code.ERROR, (f"binding rejected: {message}",), status.plugin)
+        self.cycle.fail(attempt.qpi, fwk, attempt.result, error, attempt.started)
+        return False
+
+    def crashed(self, attempt: Attempt, exc: BaseException) -> None:
+        """The binding task raised (a scheduler bug, not a plugin error): undo and requeue as an error."""
+        if attempt.bound:
+            self.queue.done(attempt.pod.key)  # the pod is bound; the cluster source confirms it
+            return
+        attempt.framework.handle.waiting_pods.pop(attempt.pod.key, None)
+        self._failed(attempt, Status.error(f"{type(exc).__name__}: {exc}"))
+
+    def abandon(self, attempt: Attempt) -> None:
+        """The binding task was cancelled (the scheduler is stopping): undo and requeue.
+
+        No Event is recorded: the pod did not fail, the scheduler stopped.
+        """
+        fwk, pod = attempt.framework, attempt.pod
+        if attempt.bound:
+            self.queue.done(pod.key)
+            return
+        fwk.handle.waiting_pods.pop(pod.key, None)
+        fwk.run_unreserve(attempt.state, pod, attempt.node)
+        self.cache.forget(pod)
+        self.queue.add_unschedulable_if_not_present(attempt.qpi, unschedulable_plugins=(), error=True)
+        self.queue.done(pod.key)
+        self.cycle.observe(ERROR, fwk, attempt.started)
+        log.info("binding of pod %s to node %s cancelled; the pod is requeued", pod.key, attempt.node)

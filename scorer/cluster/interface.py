@@ -1,0 +1,131 @@
+"""The seam between the scheduler and a cluster: every Protocol the scheduler depends on.
+
+Two implementations exist or will: the in-memory cluster of simulate, explain,
+the bench and the tests (``scorer.cluster.memory``), and the API reflectors
+and client of ``scorer run`` (next). Nothing here knows which one it talks to.
+
+Reading the cluster: a ``ClusterSource`` lists every object once, then feeds
+each change (add, update, delete of nodes, pods and namespaces; later owners
+and PodDisruptionBudgets) to ``ObjectHandlers`` (``scorer.eventhandlers``),
+which update the cache and turn the change into the queue's ClusterEvent.
+
+Writing to the cluster: a ``Binder`` binds a pod to a node (the Bind plugin
+DefaultBinder calls it from the binding cycle). An ``EventRecorder`` takes
+Events and PodScheduled conditions from the scheduling and binding cycles
+without doing I/O: it only enqueues; a background drain writes them to an
+``EventSink``. A ``ClusterWriter`` is what the assembly takes: a Binder that
+is also an EventSink (the in-memory cluster, or the API client).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from scorer.errors import ScorerError
+
+if TYPE_CHECKING:
+    from scorer.model import Namespace, Node, Pod
+
+
+class BindConflict(ScorerError):
+    """The cluster refused a binding: the pod is gone or was re-created (the API's 404, or a
+    UID precondition failure), it is already bound or being deleted (409), or the node is unknown.
+
+    The binding cycle reports it as ``binding rejected: ...`` and requeues the pod.
+    """
+
+
+@runtime_checkable
+class Binder(Protocol):
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        """Bind ``pod`` (matched by namespace, name and UID) to ``node_name``.
+
+        Returns once the cluster accepted the binding; raises ``BindConflict``
+        when it refused it, and any other exception on transport failures.
+        The binding reaches the scheduler's cache through the cluster source,
+        as an update of the pod (that confirms the pod the cycle assumed).
+        """
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Where recorded Events and pod conditions are written (the API, or memory).
+
+    Writes are asynchronous and may arrive after later changes of the pod: a
+    sink must not turn a bound pod's PodScheduled condition back to False.
+    """
+
+    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
+        """An Event regarding ``pod`` (``type_`` Normal or Warning; kube's reason, action and note)."""
+
+    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
+        """Set the pod's ``PodScheduled`` condition (status ``"False"`` on failures)."""
+
+
+@runtime_checkable
+class ClusterWriter(Binder, EventSink, Protocol):
+    """What the scheduler writes to a cluster: bindings, Events and pod conditions."""
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """Events and pod conditions from the cycles: enqueued at once, written later.
+
+    ``record`` and ``set_pod_condition`` never block and never do I/O, whatever
+    backs the recorder, so the scheduling cycle stays free of I/O. ``run``
+    drains the buffer to the sink in the background until cancelled;
+    ``flush`` writes everything enqueued so far (drivers and tests call it
+    before reading the sink).
+    """
+
+    def record(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None: ...
+
+    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+@runtime_checkable
+class ObjectHandlers(Protocol):
+    """What a cluster source feeds: one call per object change (``scorer.eventhandlers``).
+
+    ``old`` is the object as last delivered. Sources deliver the changes of
+    one object in order; objects of kinds added later (owners,
+    PodDisruptionBudgets) get handlers of the same shape.
+    """
+
+    def on_node_add(self, node: Node) -> None: ...
+
+    def on_node_update(self, old: Node, new: Node) -> None: ...
+
+    def on_node_delete(self, node: Node) -> None: ...
+
+    def on_pod_add(self, pod: Pod) -> None: ...
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None: ...
+
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+    def on_namespace_add(self, namespace: Namespace) -> None: ...
+
+    def on_namespace_update(self, old: Namespace, new: Namespace) -> None: ...
+
+    def on_namespace_delete(self, namespace: Namespace) -> None: ...
+
+
+@runtime_checkable
+class ClusterSource(Protocol):
+    """Lists and watches the cluster's objects into ``ObjectHandlers``."""
+
+    async def run(self, handlers: ObjectHandlers) -> None:
+        """Deliver every object once (namespaces, nodes, then pods), then each change,
+        until cancelled. Reconnects and re-lists are the source's business."""
+
+    def has_synced(self) -> bool:
+        """True once the initial list has been delivered (for ``/readyz``; the
+        scheduling loop should not start before)."""
+
+    async def wait_for_sync(self) -> None:
+        """Return once ``has_synced()`` is true."""

@@ -1,0 +1,154 @@
+"""An in-memory cluster: the cluster of ``scorer simulate``, explain, the bench and the tests.
+
+It holds Nodes, Pods and Namespaces, and implements the three seams of
+``scorer.cluster.interface`` the way a kube-apiserver would:
+
+* ``Binder``: ``bind`` sets ``spec.nodeName`` and ``PodScheduled=True``, or
+  raises ``BindConflict`` (pod gone or re-created, already bound, unknown node);
+* ``EventSink``: keeps the Events and PodScheduled conditions written to it;
+* ``ClusterSource``: ``start(handlers)`` lists every object into the event
+  handlers (namespaces, nodes, then pods, in the order given), and from then
+  on every change made through it (``bind``, ``apply``, ``delete``) reaches
+  the handlers at once, as a watch without latency would deliver it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import attrs
+
+from scorer.cluster.interface import BindConflict, ObjectHandlers
+from scorer.model import LoadedObjects, Namespace, Node, Pod
+
+__all__ = ["BindConflict", "Event", "InMemoryCluster", "PodCondition"]
+
+
+@attrs.frozen(slots=True)
+class Event:
+    pod: str
+    type: str
+    reason: str
+    action: str
+    note: str
+
+
+@attrs.frozen(slots=True)
+class PodCondition:
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+class InMemoryCluster:
+    def __init__(self, nodes: list[Node], pods: list[Pod], namespaces: list[Namespace]) -> None:
+        self.nodes: dict[str, Node] = {n.name: n for n in nodes}
+        self.pods: dict[str, Pod] = {p.key: p for p in pods}
+        self.namespaces: dict[str, Namespace] = {ns.name: ns for ns in namespaces}
+        self.events: list[Event] = []
+        self.conditions: dict[str, PodCondition] = {}
+        self.binds = 0
+        self._handlers: ObjectHandlers | None = None
+        self._synced = asyncio.Event()
+
+    @classmethod
+    def from_objects(cls, objects: LoadedObjects) -> InMemoryCluster:
+        return cls(list(objects.nodes), list(objects.pods), list(objects.namespaces))
+
+    # -- Binder ---------------------------------------------------------------
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        current = self.pods.get(pod.key)
+        if current is None or (pod.uid and current.uid != pod.uid):
+            raise BindConflict(f"pod {pod.key} not found")
+        if current.node_name:
+            raise BindConflict(f"pod {pod.key} is already assigned to node {current.node_name!r}")
+        if node_name not in self.nodes:
+            raise BindConflict(f"node {node_name!r} not found")
+        bound = _with_node(current, node_name)
+        self.pods[pod.key] = bound
+        self.conditions[pod.key] = PodCondition("PodScheduled", "True", "", "")
+        self.binds += 1
+        if self._handlers is not None:
+            self._handlers.on_pod_update(current, bound)
+
+    # -- EventSink ------------------------------------------------------------
+    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
+        self.events.append(Event(pod.key, type_, reason, action, note))
+
+    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
+        current = self.pods.get(pod.key)
+        if current is not None and current.node_name and status != "True":
+            return  # written after the pod was bound: the binding's PodScheduled=True stands
+        self.conditions[pod.key] = PodCondition("PodScheduled", status, reason, message)
+
+    # -- ClusterSource --------------------------------------------------------
+    def start(self, handlers: ObjectHandlers) -> None:
+        """List every object into ``handlers``; later changes reach them at once."""
+        if self._handlers is not None:
+            raise RuntimeError("the in-memory cluster is already started")
+        self._handlers = handlers
+        for namespace in self.namespaces.values():
+            handlers.on_namespace_add(namespace)
+        for node in self.nodes.values():
+            handlers.on_node_add(node)
+        for pod in self.pods.values():
+            handlers.on_pod_add(pod)
+        self._synced.set()
+
+    async def run(self, handlers: ObjectHandlers) -> None:
+        """``start``, then wait (changes are delivered by the calls that make them) until cancelled."""
+        self.start(handlers)
+        await asyncio.Event().wait()
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    # -- changes, as an API client would make them --------------------------------
+    def apply(self, obj: Node | Pod | Namespace) -> None:
+        """Create or replace a Node, Pod or Namespace (by name) and tell the handlers."""
+        store, key, kind = self._store_of(obj)
+        old = store.get(key)
+        store[key] = obj
+        if self._handlers is not None and old is None:
+            getattr(self._handlers, f"on_{kind}_add")(obj)
+        elif self._handlers is not None:
+            getattr(self._handlers, f"on_{kind}_update")(old, obj)
+
+    def delete(self, obj: Node | Pod | Namespace) -> None:
+        """Remove a Node, Pod or Namespace (by name) and tell the handlers; unknown objects are ignored."""
+        store, key, kind = self._store_of(obj)
+        old = store.pop(key, None)
+        if self._handlers is not None and old is not None:
+            getattr(self._handlers, f"on_{kind}_delete")(old)
+
+    def _store_of(self, obj: Node | Pod | Namespace) -> tuple[dict[str, Any], str, str]:
+        if isinstance(obj, Node):
+            return self.nodes, obj.name, "node"
+        if isinstance(obj, Pod):
+            return self.pods, obj.key, "pod"
+        return self.namespaces, obj.name, "namespace"
+
+    # -- reading ------------------------------------------------------------------
+    def pending_pods(self) -> list[Pod]:
+        return [p for p in self.pods.values() if not p.node_name]
+
+    def bound_pods(self) -> list[Pod]:
+        return [p for p in self.pods.values() if p.node_name]
+
+
+_POD_FIELDS = tuple(field.name for field in attrs.fields(Pod))  # the derived ones (init=False) too
+
+
+def _with_node(pod: Pod, node_name: str) -> Pod:
+    """``attrs.evolve(pod, node_name=node_name)`` without recomputing the derived requests
+    (they do not depend on the node): a third of the in-memory bind's cost otherwise."""
+    bound = object.__new__(Pod)
+    for name in _POD_FIELDS:
+        object.__setattr__(bound, name, getattr(pod, name))
+    object.__setattr__(bound, "node_name", node_name)
+    return bound

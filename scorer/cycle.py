@@ -1,0 +1,422 @@
+"""The scheduling cycle: the scheduling algorithm, then assume, Reserve and Permit.
+
+``SchedulingCycle.schedule_pod`` is kube-scheduler's ``schedulePod``:
+PreFilter, Filter over a sample of nodes (percentageOfNodesToScore,
+round-robin start), PostFilter when nothing fits, PreScore/Score/NormalizeScore
+over the feasible nodes, and a uniformly random choice among the best. It
+does no I/O: it reads the ClusterCache's NodeTable.
+
+``SchedulingCycle.run`` is kube's ``schedulingCycle`` for one popped pod: it
+assumes the pod on the chosen node, runs Reserve and Permit, and returns the
+``Attempt`` that the binding cycle (``scorer.binding``) completes, or the
+failure, handled as kube's ``handleSchedulingFailure`` (``fail``): the pod is
+requeued, a FailedScheduling Event and a PodScheduled=False condition are
+recorded, and the attempt is counted in the scheduler's metrics.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from scorer.cache import CacheError, ClusterCache
+from scorer.cluster.interface import EventRecorder
+from scorer.framework.cycle_state import CycleState
+from scorer.framework.runtime import FilterRecord, Framework, ScoreOutcome
+from scorer.framework.status import Code, Status
+from scorer.framework.types import NodeBatch, QueuedPodInfo
+from scorer.metrics import SchedulerMetrics
+from scorer.model import Pod
+from scorer.queue import SchedulingQueue
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+NO_NODES_MSG = "no nodes available to schedule pods"
+EVENT_NOTE_LIMIT = 1024
+
+# Attempt results, as in scheduler_schedule_attempts_total{result}.
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+SKIPPED = "skipped"  # not an attempt: a pod being deleted or already assumed (kube's skipPodSchedule)
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (kube's numFeasibleNodesToFind)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * pct // 100
+    if num < MIN_FEASIBLE_NODES_TO_FIND:
+        return MIN_FEASIBLE_NODES_TO_FIND
+    return num
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False  # shared by every ScheduleResult that has no rows
+
+
+@attrs.define(slots=True)
+class ScheduleResult:
+    """Everything one ``schedule_pod`` call found, for the cycle and for explain.
+
+    ``failed_at`` names the extension point whose plugin returned an Error
+    (PreFilter, Filter, PostFilter, PreScore, Score), empty otherwise;
+    ``pre_score_status`` is PreScore's status when it ran.
+    """
+
+    pod: Pod
+    profile: str
+    num_all_nodes: int
+    status: Status
+    message: str = ""
+    selected: str | None = None
+    rows: np.ndarray = _NO_ROWS
+    processed: int = 0
+    feasible_positions: np.ndarray = _NO_ROWS
+    records: tuple[FilterRecord, ...] = ()
+    pre_filter_status: Status | None = None
+    excluded_status: Status | None = None  # nodes a PreFilterResult left out
+    excluded_rows: np.ndarray = _NO_ROWS
+    scores: ScoreOutcome | None = None
+    nominated: str | None = None
+    unschedulable_plugins: frozenset[str] = frozenset()
+    failed_at: str = ""
+    pre_score_status: Status | None = None
+
+    @property
+    def feasible_rows(self) -> np.ndarray:
+        return self.rows[self.feasible_positions]
+
+    def node_statuses(self, table: Any) -> dict[str, Status]:
+        """Status of every rejected node that was evaluated, by node name."""
+        names = table.names
+        out: dict[str, Status] = {}
+        if self.pre_filter_status is not None:
+            return {name: self.pre_filter_status for name in names}
+        for record in self.records:
+            for i, pos in enumerate(record.positions.tolist()):
+                out[names[int(self.rows[pos])]] = record.status_at(i)
+        if self.excluded_status is not None:
+            for row in self.excluded_rows.tolist():
+                out[names[row]] = self.excluded_status
+        return out
+
+    def _error(self, status: Status, point: str) -> ScheduleResult:
+        self.status = status
+        self.message = status.message()
+        self.failed_at = point
+        return self
+
+
+def fit_error_message(result: ScheduleResult, post_filter_msg: str = "") -> str:
+    """kube-scheduler's FitError text: ``0/N nodes are available: <histogram>.``"""
+    msg = NO_NODE_AVAILABLE_MSG.format(result.num_all_nodes) + ":"
+    if result.pre_filter_status is not None:
+        msg += f" {result.pre_filter_status.message()}."
+    else:
+        histogram: Counter[str] = Counter()
+        for record in result.records:
+            # A node's reasons are the reasons whose masks include it.
+            for reason, mask in record.reasons:
+                if reason:
+                    histogram[reason] += int(mask.sum())
+        if result.excluded_status is not None:
+            for reason in result.excluded_status.reasons:
+                histogram[reason] += len(result.excluded_rows)
+        if histogram:
+            msg += " " + ", ".join(sorted(f"{count} {reason}" for reason, count in histogram.items())) + "."
+    if post_filter_msg:
+        msg += f" {post_filter_msg}"
+    return msg
+
+
+@attrs.define(slots=True)
+class Attempt:
+    """A pod assumed on a node, waiting for its binding cycle.
+
+    ``started`` is the ``timer`` reading when the scheduling cycle began (the
+    attempt's duration metric runs from there); ``bound`` turns true once a
+    Bind plugin bound the pod.
+    """
+
+    qpi: QueuedPodInfo
+    framework: Framework
+    state: CycleState
+    pod: Pod
+    node: str
+    started: float
+    result: ScheduleResult
+    permit_wait: float = 0.0
+    bound: bool = False
+
+
+@attrs.define(slots=True)
+class CycleReport:
+    """How one scheduling attempt ended, for simulate's output (``outcome``: one of
+    SCHEDULED, UNSCHEDULABLE, ERROR; SKIPPED for pods that were not attempted)."""
+
+    pod: Pod
+    profile: str
+    result: ScheduleResult | None
+    node: str | None
+    outcome: str
+    message: str = ""
+
+
+class ScheduleAlgorithm:
+    """kube's schedulePod with the state it keeps between cycles: the round-robin
+    start index of the node sampling and the random source that breaks ties."""
+
+    def __init__(self, cache: ClusterCache, *, percentage_of_nodes_to_score: int = 0,
+                 rng: random.Random | None = None) -> None:
+        self.cache = cache
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.rng = rng or random.Random()
+        self.next_start_node_index = 0
+
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False, score_all: bool = False
+    ) -> ScheduleResult:
+        """Find a node for ``pod``. ``evaluate_all`` filters every node (no sampling, no
+        nominated-node shortcut, start index untouched); ``score_all`` scores even a
+        single feasible node (``scorer.testing.run_plugin`` reports its scores)."""
+        table = self.cache.table
+        num_all = len(table)
+        result = ScheduleResult(pod=pod, profile=fwk.profile_name, num_all_nodes=num_all, status=Status())
+        if num_all == 0:
+            result.status = Status(Code.UNSCHEDULABLE, (NO_NODES_MSG,))
+            result.message = NO_NODES_MSG
+            return result
+        all_rows = table.rows()
+        allowed, pf_status = fwk.run_pre_filter(state, pod, NodeBatch(table, all_rows))
+        if not pf_status.is_success():
+            if pf_status.code == Code.ERROR:
+                return result._error(pf_status, "PreFilter")
+            result.pre_filter_status = pf_status
+            result.unschedulable_plugins = frozenset({pf_status.plugin})
+            result.status = Status(Code.UNSCHEDULABLE, (), pf_status.plugin)
+            return self._no_fit(fwk, state, result)
+
+        candidates = all_rows
+        if allowed is not None:
+            keep = np.array([name in allowed for name in table.names], dtype=bool)
+            candidates = all_rows[keep]
+            result.excluded_rows = all_rows[~keep]
+            if len(result.excluded_rows):
+                result.excluded_status = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}]",),
+                )
+
+        # A pod that preemption nominated a node for tries that node first.
+        nominated_row = table.index.get(pod.nominated_node_name) if pod.nominated_node_name else None
+        if nominated_row is not None and not evaluate_all:
+            rows = np.array([nominated_row], dtype=np.int64)
+            outcome = fwk.run_filters(state, pod, table, rows)
+            if outcome.error is None and outcome.alive.all():
+                result.rows = rows
+                result.processed = 1
+                result.feasible_positions = np.array([0], dtype=np.int64)
+                result.nominated = pod.nominated_node_name
+                return self._select(fwk, state, result, score_all)
+
+        n = len(candidates)
+        if evaluate_all:
+            to_find = n
+            start = 0
+        else:
+            to_find = num_feasible_nodes_to_find(
+                fwk.percentage_of_nodes_to_score
+                if fwk.percentage_of_nodes_to_score is not None
+                else self.percentage_of_nodes_to_score,
+                n,
+            )
+            if not fwk.has_score_plugins():
+                to_find = min(to_find, 1)
+            start = self.next_start_node_index % n if n else 0
+        order = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
+        alive = np.zeros(n, dtype=bool)
+        records: list[FilterRecord] = []
+        pos, size, found = 0, max(to_find, 1), 0
+        while pos < n and found < to_find:
+            chunk = order[pos : pos + size]
+            outcome = fwk.run_filters(state, pod, table, chunk)
+            if outcome.error is not None:
+                return result._error(outcome.error, "Filter")
+            alive[pos : pos + len(chunk)] = outcome.alive
+            for record in outcome.records:
+                records.append(attrs.evolve(record, positions=record.positions + pos))
+            found += int(outcome.alive.sum())
+            pos += len(chunk)
+            size *= 2
+        feasible = np.flatnonzero(alive)
+        processed = pos
+        if len(feasible) > to_find:
+            feasible = feasible[:to_find]
+            processed = int(feasible[-1]) + 1
+            records = [_clip(record, processed) for record in records]
+            records = [r for r in records if len(r.positions)]
+        if not evaluate_all and n:
+            self.next_start_node_index = (start + processed) % n
+        result.rows = order
+        result.processed = processed
+        result.feasible_positions = feasible
+        result.records = tuple(records)
+        result.unschedulable_plugins = frozenset(r.plugin for r in records)
+        if len(feasible) == 0:
+            result.status = Status(Code.UNSCHEDULABLE)
+            return self._no_fit(fwk, state, result)
+        return self._select(fwk, state, result, score_all)
+
+    def _no_fit(self, fwk: Framework, state: CycleState, result: ScheduleResult) -> ScheduleResult:
+        post_msg = ""
+        if fwk.points.get("postFilter"):
+            node, status = fwk.run_post_filter(state, result.pod, result.node_statuses(self.cache.table))
+            if status.code == Code.ERROR:
+                return result._error(status, "PostFilter")
+            if node:
+                result.nominated = node
+            post_msg = status.message()
+        result.message = fit_error_message(result, post_msg)
+        result.status = Status(Code.UNSCHEDULABLE, (result.message,), result.status.plugin)
+        return result
+
+    def _select(self, fwk: Framework, state: CycleState, result: ScheduleResult, score_all: bool) -> ScheduleResult:
+        table = self.cache.table
+        feasible_rows = result.feasible_rows
+        if len(feasible_rows) == 1 and not score_all:
+            result.selected = table.names[int(feasible_rows[0])]
+            return result
+        batch = NodeBatch(table, feasible_rows)
+        status = result.pre_score_status = fwk.run_pre_score(state, result.pod, batch)
+        if not status.is_success():
+            return result._error(status, "PreScore")
+        scores = fwk.run_score(state, result.pod, batch)
+        result.scores = scores
+        if scores.error is not None:
+            return result._error(scores.error, "Score")
+        totals = scores.totals if fwk.has_score_plugins() else np.ones(len(batch), dtype=np.int64)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[self.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        result.selected = table.names[int(feasible_rows[pick])]
+        return result
+
+class SchedulingCycle:
+    """kube's schedulingCycle for the pods of every profile, and its failure handling.
+
+    ``algorithm`` places pods; ``timer`` times attempts for ``metrics``
+    (``observe_attempt``); ``on_report`` receives a CycleReport when an
+    attempt ends (here for failures, from the binding cycle for the others).
+    """
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        queue: SchedulingQueue,
+        recorder: EventRecorder,
+        algorithm: ScheduleAlgorithm,
+        *,
+        metrics: SchedulerMetrics | None = None,
+        on_report: Callable[[CycleReport], None] | None = None,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.recorder = recorder
+        self.algorithm = algorithm
+        self.metrics = metrics
+        self.on_report = on_report
+        self.timer = timer
+
+    def run(self, qpi: QueuedPodInfo, fwk: Framework) -> Attempt | CycleReport:
+        """Schedule one popped pod: the Attempt to bind, or the report of its failure."""
+        pod = qpi.pod
+        started = self.timer()
+        if pod.deleting:
+            self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling",
+                                 f"skip schedule deleting pod: {pod.key}")
+            self.queue.done(pod.key)
+            return CycleReport(pod, fwk.profile_name, None, None, SKIPPED)
+        cached = self.cache.pods.get(pod.key)
+        if cached is not None and cached.uid == pod.uid:
+            # Assumed (its binding is in flight) or already bound: an update re-queued it.
+            self.queue.done(pod.key)
+            return CycleReport(pod, fwk.profile_name, None, None, SKIPPED)
+        state = CycleState()
+        result = self.algorithm.schedule_pod(fwk, state, pod)
+        if result.selected is None:
+            return self.fail(qpi, fwk, result, result.status, started)
+        node = result.selected
+        try:
+            self.cache.assume(pod, node)
+        except CacheError as exc:
+            return self.fail(qpi, fwk, result, Status.error(str(exc)), started)
+        status = fwk.run_reserve(state, pod, node)
+        if not status.is_success():
+            fwk.run_unreserve(state, pod, node)
+            self.cache.forget(pod)
+            return self.fail(qpi, fwk, result, status if status.code == Code.ERROR else Status.error(
+                f"running Reserve plugin \"{status.plugin}\": {status.message()}", status.plugin), started)
+        status, wait = fwk.run_permit(state, pod, node)
+        if not status.is_success() and status.code != Code.WAIT:
+            fwk.run_unreserve(state, pod, node)
+            self.cache.forget(pod)
+            return self.fail(qpi, fwk, result, status, started)
+        return Attempt(qpi, fwk, state, pod, node, started, result,
+                       permit_wait=wait if status.code == Code.WAIT else 0.0)
+
+    def fail(self, qpi: QueuedPodInfo, fwk: Framework, result: ScheduleResult, status: Status,
+             started: float) -> CycleReport:
+        """kube's handleSchedulingFailure: requeue the pod, record the Event and the
+        PodScheduled=False condition, count the attempt, report it."""
+        pod = qpi.pod
+        is_error = status.code == Code.ERROR
+        message = status.message() or result.message
+        if is_error:
+            self.queue.add_unschedulable_if_not_present(qpi, unschedulable_plugins=(), error=True)
+        else:
+            self.queue.add_unschedulable_if_not_present(
+                qpi, unschedulable_plugins=result.unschedulable_plugins
+            )
+        self.queue.done(pod.key)
+        note = message if len(message) <= EVENT_NOTE_LIMIT else message[: EVENT_NOTE_LIMIT - 4] + " ..."
+        self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", note)
+        self.recorder.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message)
+        outcome = ERROR if is_error else UNSCHEDULABLE
+        self.observe(outcome, fwk, started)
+        report = CycleReport(pod, fwk.profile_name, result, None, outcome, message)
+        self.report(report)
+        return report
+
+    def observe(self, outcome: str, fwk: Framework, started: float) -> None:
+        """Count one attempt in ``scheduler_schedule_attempts_total`` and its duration."""
+        if self.metrics is not None:
+            self.metrics.observe_attempt(outcome, fwk.profile_name, self.timer() - started)
+
+    def report(self, report: CycleReport) -> None:
+        if self.on_report is not None:
+            self.on_report(report)
+
+
+def _clip(record: FilterRecord, limit: int) -> FilterRecord:
+    keep = record.positions < limit
+    if keep.all():
+        return record
+    return FilterRecord(
+        plugin=record.plugin,
+        positions=record.positions[keep],
+        severity=record.severity[keep],
+        reasons=tuple((reason, mask[keep]) for reason, mask in record.reasons),
+    )

@@ -1,0 +1,219 @@
+"""Event handlers: every object change of a cluster source becomes cache updates
+and the queue's ClusterEvents (kube-scheduler's eventhandlers.go).
+
+* Nodes: added to / updated in / removed from the cache. An add is
+  ``NodeAdd``; an update is one event per scheduling property that changed
+  (``UpdateNodeAllocatable``, ``UpdateNodeLabel``, ``UpdateNodeTaint`` also
+  for ``spec.unschedulable``, ``UpdateNodeAnnotation``; the model keeps no
+  node conditions, so ``UpdateNodeCondition`` is never sent), none when nothing
+  scheduling reads changed; a delete is ``NodeDelete``.
+* Assigned pods (``spec.nodeName`` set) are counted in the cache, which
+  confirms a pod the scheduler assumed: ``AssignedPodAdd``, ``AssignedPodDelete``
+  and, for updates, one ``AssignedPod`` event per changed property
+  (``UpdatePodLabel``, ``UpdatePodScaleDown``, ``UpdatePodToleration``, or a
+  generic update that only plugins registering ``Update`` match). A pod that
+  gets bound leaves the scheduling queue.
+* Unassigned pods whose ``spec.schedulerName`` is one of our profiles go to
+  the queue (``add``/``update``/``delete``); updates that change only the
+  status or resourceVersion are ignored (kube's isPodUpdated), or the
+  scheduler's own condition writes would release every pod it parked. Pods
+  of other schedulers are ignored.
+* Pods in a terminal phase (Succeeded, Failed) hold no resources and are not
+  scheduled: a pod turning terminal is handled as deleted.
+* Namespaces: kept in the cache for the plugins that read their labels;
+  ``NamespaceAdd``/``NamespaceUpdate``/``NamespaceDelete``.
+
+A deleted pod waiting at Permit is rejected, so its binding cycle ends.
+A change the cache cannot count (``CacheError``: a node total would overflow)
+is logged with the pod and skipped; the handlers never raise into the source.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from scorer.cache import CacheError, ClusterCache
+from scorer.framework.events import ASSIGNED_POD, UNSCHEDULABLE_POD, UPDATE, ClusterEvent
+from scorer.framework.runtime import Framework
+from scorer.model import Namespace, Node, Pod
+from scorer.queue import SchedulingQueue
+
+log = logging.getLogger("scorer.eventhandlers")
+
+NODE = "Node"
+NAMESPACE = "Namespace"
+
+EVENT_NODE_ADD = ClusterEvent(NODE, "Add")
+EVENT_NODE_DELETE = ClusterEvent(NODE, "Delete")
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, "Add")
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, "Delete")
+EVENT_NAMESPACE_ADD = ClusterEvent(NAMESPACE, "Add")
+EVENT_NAMESPACE_UPDATE = ClusterEvent(NAMESPACE, UPDATE)
+EVENT_NAMESPACE_DELETE = ClusterEvent(NAMESPACE, "Delete")
+
+# An update of a pod that changed nothing kube names: matches only plugins that registered
+# the generic Update (kube's updatePodOther), labelled like kube's "AssignedPodUpdate".
+UPDATE_POD_OTHER = "UpdatePodOther"
+
+
+def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
+    """kube's nodeSchedulingPropertiesChange: one event per changed property, in kube's order."""
+    actions = []
+    if old.unschedulable != new.unschedulable or old.taints != new.taints:
+        actions.append("UpdateNodeTaint")
+    if old.allocatable != new.allocatable:
+        actions.append("UpdateNodeAllocatable")
+    if old.labels != new.labels:
+        actions.append("UpdateNodeLabel")
+    if old.annotations != new.annotations:
+        actions.append("UpdateNodeAnnotation")
+    return [ClusterEvent(NODE, action) for action in actions]
+
+
+def pod_update_events(old: Pod, new: Pod, resource: str) -> list[ClusterEvent]:
+    """kube's PodSchedulingPropertiesChange for ``resource`` (AssignedPod or UnschedulablePod)."""
+    actions = []
+    if old.labels != new.labels:
+        actions.append("UpdatePodLabel")
+    if _scaled_down(old, new):
+        actions.append("UpdatePodScaleDown")
+    if old.scheduling_gates and not new.scheduling_gates:
+        actions.append("UpdatePodSchedulingGatesEliminated")
+    if old.tolerations != new.tolerations:
+        actions.append("UpdatePodToleration")
+    if not actions:
+        return [ClusterEvent(resource, UPDATE_POD_OTHER, resource + UPDATE)]
+    return [ClusterEvent(resource, action) for action in actions]
+
+
+def _scaled_down(old: Pod, new: Pod) -> bool:
+    """A request of ``old`` was removed or lowered (kube's extractPodScaleDown)."""
+    return any(new.requests.get(name, -1) < value for name, value in old.requests.items())
+
+
+def _spec_changed(old: Pod, new: Pod) -> bool:
+    """kube's isPodUpdated: anything but the status and resourceVersion changed."""
+    def spec(pod: Pod) -> Pod:
+        return attrs.evolve(pod, phase="", nominated_node_name="", resource_version="")
+
+    return spec(old) != spec(new)
+
+
+class EventHandlers:
+    """Feeds ``cache`` and ``queue`` from a cluster source (implements ObjectHandlers).
+
+    ``frameworks`` are the profiles by schedulerName: unassigned pods of
+    other schedulers are ignored, and a deleted pod waiting at Permit is
+    rejected through its profile.
+    """
+
+    def __init__(self, cache: ClusterCache, queue: SchedulingQueue, frameworks: Mapping[str, Framework]) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.frameworks = frameworks
+
+    # -- nodes -------------------------------------------------------------------
+    def on_node_add(self, node: Node) -> None:
+        self._count(self.cache.add_node, node)
+        self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD)
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        self._count(self.cache.update_node, new)
+        for event in node_update_events(old, new):
+            self.queue.move_all_to_active_or_backoff(event)
+
+    def on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node.name)
+        self.queue.move_all_to_active_or_backoff(EVENT_NODE_DELETE)
+
+    # -- pods ----------------------------------------------------------------------
+    def on_pod_add(self, pod: Pod) -> None:
+        if pod.is_terminal:
+            return
+        if pod.node_name:
+            self._add_assigned(pod)
+        elif self._responsible(pod):
+            self.queue.add(pod)
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        if old.uid != new.uid:  # deleted and re-created under the same name
+            self.on_pod_delete(old)
+            self.on_pod_add(new)
+            return
+        if new.is_terminal:
+            if not old.is_terminal:
+                self.on_pod_delete(old)
+            return
+        if old.is_terminal:
+            self.on_pod_add(new)
+            return
+        if new.node_name:
+            if not old.node_name:
+                # Bound (by us: this confirms the assumed pod; or by another scheduler).
+                self.queue.delete(old)
+                self._add_assigned(new)
+                return
+            if self._count(self.cache.add_pod, new):
+                for event in pod_update_events(old, new, ASSIGNED_POD):
+                    self.queue.move_all_to_active_or_backoff(event)
+            return
+        if old.node_name:  # unbound: not something the API allows; start over
+            self.on_pod_delete(old)
+            self.on_pod_add(new)
+            return
+        if not self._responsible(new):
+            self.queue.delete(new)
+            return
+        if not _spec_changed(old, new):
+            return
+        for event in pod_update_events(old, new, UNSCHEDULABLE_POD):
+            self.queue.update(old, new, event=event)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        self._reject_waiting(pod)
+        if pod.key in self.cache.pod_node:  # bound, or assumed while its binding was in flight
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+        if not pod.node_name:
+            self.queue.delete(pod)
+
+    # -- namespaces ------------------------------------------------------------------
+    def on_namespace_add(self, namespace: Namespace) -> None:
+        self.cache.add_namespace(namespace)
+        self.queue.move_all_to_active_or_backoff(EVENT_NAMESPACE_ADD)
+
+    def on_namespace_update(self, old: Namespace, new: Namespace) -> None:
+        self.cache.add_namespace(new)
+        if old.labels != new.labels:
+            self.queue.move_all_to_active_or_backoff(EVENT_NAMESPACE_UPDATE)
+
+    def on_namespace_delete(self, namespace: Namespace) -> None:
+        self.cache.remove_namespace(namespace.name)
+        self.queue.move_all_to_active_or_backoff(EVENT_NAMESPACE_DELETE)
+
+    # -- internals -----------------------------------------------------------------
+    def _responsible(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.frameworks
+
+    def _add_assigned(self, pod: Pod) -> None:
+        if self._count(self.cache.add_pod, pod):
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD)
+
+    def _count(self, change: Callable[[Any], None], obj: Node | Pod) -> bool:
+        """Apply a cache change; a CacheError is logged (it names the pod) and skipped."""
+        try:
+            change(obj)
+        except CacheError as exc:
+            log.error("%s", exc)
+            return False
+        return True
+
+    def _reject_waiting(self, pod: Pod) -> None:
+        fwk = self.frameworks.get(pod.scheduler_name)
+        waiting = fwk.handle.waiting_pods.get(pod.key) if fwk is not None else None
+        if waiting is not None:
+            waiting.reject("", "removed")

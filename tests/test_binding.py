@@ -1,0 +1,147 @@
+"""The binding cycle (scorer.binding): WaitOnPermit, Bind, confirmation by the cluster source,
+failure handling (Unreserve, forget, requeue, events, AssignedPodDelete)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from schedkit import build, config_with, schedule_all
+
+from scorer.binding import BindingSlots
+from scorer.framework import Code, Status
+from scorer.testing import make_node, make_pod
+
+
+class Gate:
+    """A Permit plugin that holds every pod; tests allow or reject it through the handle."""
+
+    name = "Gate"
+
+    def permit(self, state, pod, node):
+        return Status(Code.WAIT), 30.0
+
+
+class Unreserving:
+    """Reserve plugin that remembers what it had to undo."""
+
+    name = "Unreserving"
+    undone: list[str] = []
+
+    def reserve(self, state, pod, node):
+        return None
+
+    def unreserve(self, state, pod, node):
+        Unreserving.undone.append(f"{pod.key}@{node}")
+
+
+def test_bind_failure_forgets_the_pod_and_requeues():
+    nodes = [make_node("n1")]
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(None, nodes, [pod])
+    del cluster.pods[pod.key]  # the pod disappears before binding: the API answers 404
+    schedule_all(asm)
+    assert asm.cache.sizes()["assumed_pods"] == 0
+    assert asm.cache.table.requested[0].sum() == 0
+    note = cluster.events[-1].note
+    assert note.startswith("binding rejected: ") and "not found" in note
+
+
+def test_a_bound_pod_is_confirmed_by_the_cluster_source():
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(None, [make_node("n1")], [pod])
+    [turn] = schedule_all(asm)
+    assert turn.binding.result() is True
+    assert cluster.pods[pod.key].node_name == "n1"
+    assert cluster.conditions[pod.key].status == "True"
+    assert asm.cache.pod_node[pod.key] == "n1" and not asm.cache.is_assumed(pod.key)
+    assert cluster.events[-1].note == "Successfully assigned default/p to n1"
+    assert len(asm.queue) == 0 and not asm.queue.is_in_flight(pod.key)
+
+
+async def test_a_failed_binding_releases_pods_its_resources_may_now_fit():
+    nodes = [make_node("n1", cpu="1")]
+    first, second = make_pod("first", cpu="1"), make_pod("second", cpu="1")
+    Unreserving.undone = []
+    asm, cluster = build(config_with("Unreserving"), nodes, [first, second], Unreserving)
+    turn = asm.scheduler.schedule_one()  # "first" is assumed; its binding task has not run yet
+    assert asm.scheduler.schedule_one().outcome == "unschedulable"  # no cpu left for "second"
+    assert asm.queue.pending_counts()["unschedulable"] == 1
+    del cluster.pods[first.key]
+    assert await turn.binding is False
+    assert Unreserving.undone == ["default/first@n1"]
+    # Forgetting "first" is an AssignedPodDelete: "second" leaves the unschedulable pool.
+    assert asm.queue.pending_counts() == {"active": 0, "backoff": 2, "unschedulable": 0, "gated": 0}
+
+
+@pytest.mark.parametrize("decision", ["allow", "reject", "timeout"])
+def test_permit_wait_allow_reject_and_timeout(decision):
+    nodes = [make_node("n1")]
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(config_with("Gate"), nodes, [pod], Gate)
+    fwk = asm.frameworks["default-scheduler"]
+
+    async def run():
+        turn = asm.scheduler.schedule_one()
+        attempt = turn.attempt
+        assert attempt is not None and attempt.permit_wait == 30.0
+        # The pod is assumed while it waits: its resources already count.
+        assert asm.cache.is_assumed(pod.key)
+        waiting = fwk.handle.waiting_pods[pod.key]
+        if decision == "allow":
+            waiting.allow("Gate")
+        elif decision == "reject":
+            waiting.reject("Gate", "quota exceeded")
+        else:
+            attempt.permit_wait = 0.01
+        bound = await turn.binding
+        await asm.recorder.flush()
+        return bound
+
+    bound = asyncio.run(run())
+    assert fwk.handle.waiting_pods == {}
+    if decision == "allow":
+        assert bound and cluster.pods[pod.key].node_name == "n1"
+        return
+    assert not bound and cluster.pods[pod.key].node_name == ""
+    assert not asm.cache.is_assumed(pod.key)
+    expected = "quota exceeded" if decision == "reject" else "rejected due to timeout after waiting at permit"
+    assert cluster.events[-1].note == f"0/1 nodes are available: {expected}."
+    assert cluster.conditions[pod.key].reason == "Unschedulable"
+
+
+async def test_a_pod_deleted_while_waiting_at_permit_is_rejected_and_dropped():
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(config_with("Gate"), [make_node("n1")], [pod], Gate)
+    turn = asm.scheduler.schedule_one()
+    await asyncio.sleep(0)  # the binding task waits at Permit
+    cluster.delete(pod)
+    assert await turn.binding is False
+    assert asm.frameworks["default-scheduler"].handle.waiting_pods == {}
+    assert pod.key not in asm.cache.pods
+    assert len(asm.queue) == 0 and not asm.queue.is_in_flight(pod.key)
+
+
+async def test_binding_slots_hand_over_in_turn_and_survive_cancellation():
+    slots = BindingSlots(1)
+    assert slots.try_acquire() and not slots.try_acquire()
+    order = []
+
+    async def take(name):
+        await slots.acquire()
+        order.append(name)
+
+    first, second, third = (asyncio.create_task(take(n)) for n in ("first", "second", "third"))
+    await asyncio.sleep(0)
+    second.cancel()  # gives up while waiting
+    await asyncio.sleep(0)
+    slots.release()  # -> first
+    await asyncio.sleep(0)
+    assert order == ["first"] and slots.in_use == 1
+    slots.release()  # -> third (second is gone)
+    await asyncio.gather(first, third, second, return_exceptions=True)
+    assert order == ["first", "third"] and slots.in_use == 1
+    slots.release()
+    assert slots.in_use == 0 and slots.try_acquire()
+    with pytest.raises(ValueError, match="binding limit must be >= 1"):
+        BindingSlots(0)

@@ -1,0 +1,133 @@
+"""The in-memory cluster (scorer.cluster.memory): Binder, EventSink and ClusterSource as a
+kube-apiserver with an instant watch would be."""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+import pytest
+
+from scorer.cluster.interface import (
+    BindConflict,
+    Binder,
+    ClusterSource,
+    ClusterWriter,
+    EventSink,
+    ObjectHandlers,
+)
+from scorer.cluster.memory import InMemoryCluster
+from scorer.eventhandlers import EventHandlers
+from scorer.model import Namespace
+from scorer.testing import make_node, make_pod
+
+
+class Recording:
+    """ObjectHandlers that list the calls they get."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+        return lambda *objs: self.calls.append((name, *(getattr(o, "key", None) or o.name for o in objs)))
+
+
+def test_it_implements_the_cluster_protocols():
+    cluster = InMemoryCluster([], [], [])
+    for protocol in (Binder, EventSink, ClusterWriter, ClusterSource):
+        assert isinstance(cluster, protocol)
+
+
+def test_start_lists_namespaces_nodes_then_pods_and_syncs():
+    cluster = InMemoryCluster([make_node("n1")], [make_pod("p"), make_pod("q", node_name="n1")],
+                              [Namespace(name="default")])
+    handlers = Recording()
+    assert not cluster.has_synced()
+    cluster.start(handlers)
+    assert cluster.has_synced()
+    assert handlers.calls == [("on_namespace_add", "default"), ("on_node_add", "n1"),
+                              ("on_pod_add", "default/p"), ("on_pod_add", "default/q")]
+    with pytest.raises(RuntimeError, match="already started"):
+        cluster.start(handlers)
+
+
+async def test_run_starts_and_waits_until_cancelled():
+    cluster = InMemoryCluster([make_node("n1")], [], [])
+    handlers = Recording()
+    task = asyncio.create_task(cluster.run(handlers))
+    await asyncio.wait_for(cluster.wait_for_sync(), timeout=5)
+    assert handlers.calls == [("on_node_add", "n1")] and not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_changes_reach_the_handlers_as_a_watch_would_deliver_them():
+    node, pod, ns = make_node("n1"), make_pod("p"), Namespace(name="shop")
+    cluster = InMemoryCluster([], [], [])
+    handlers = Recording()
+    cluster.start(handlers)
+    for obj in (node, node, pod, pod, ns, ns):
+        cluster.apply(obj)
+    for obj in (pod, node, ns, ns):
+        cluster.delete(obj)
+    assert handlers.calls == [
+        ("on_node_add", "n1"), ("on_node_update", "n1", "n1"), ("on_pod_add", "default/p"),
+        ("on_pod_update", "default/p", "default/p"), ("on_namespace_add", "shop"),
+        ("on_namespace_update", "shop", "shop"), ("on_pod_delete", "default/p"), ("on_node_delete", "n1"),
+        ("on_namespace_delete", "shop"),
+    ]
+    assert cluster.nodes == {} and cluster.pods == {} and cluster.namespaces == {}
+
+
+async def test_bind_sets_the_node_and_delivers_the_bound_pod():
+    pod = make_pod("p", cpu="1", labels={"app": "web"})
+    cluster = InMemoryCluster([make_node("n1")], [pod], [])
+    handlers = Recording()
+    cluster.start(handlers)
+    await cluster.bind(pod, "n1")
+    bound = cluster.pods[pod.key]
+    assert bound == attrs.evolve(pod, node_name="n1")
+    assert bound.requests == pod.requests and bound.non_zero_cpu == pod.non_zero_cpu
+    assert cluster.conditions[pod.key].status == "True" and cluster.binds == 1
+    assert handlers.calls[-1] == ("on_pod_update", "default/p", "default/p")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("gone", "pod default/p not found"),
+    ("recreated", "pod default/p not found"),
+    ("bound", "pod default/p is already assigned to node 'n1'"),
+    ("no-node", "node 'n9' not found"),
+])
+async def test_bind_conflicts(change, message):
+    pod = make_pod("p")
+    cluster = InMemoryCluster([make_node("n1")], [pod], [])
+    node = "n1"
+    if change == "gone":
+        del cluster.pods[pod.key]
+    elif change == "recreated":
+        cluster.pods[pod.key] = attrs.evolve(pod, uid="other")
+    elif change == "bound":
+        cluster.pods[pod.key] = attrs.evolve(pod, node_name="n1")
+    else:
+        node = "n9"
+    with pytest.raises(BindConflict, match=message):
+        await cluster.bind(pod, node)
+
+
+async def test_a_late_unschedulable_condition_does_not_undo_a_binding():
+    pod = make_pod("p")
+    cluster = InMemoryCluster([make_node("n1")], [pod], [])
+    await cluster.write_pod_condition(pod, "False", "Unschedulable", "0/1 nodes are available")
+    assert cluster.conditions[pod.key].reason == "Unschedulable"
+    await cluster.bind(pod, "n1")
+    await cluster.write_pod_condition(pod, "False", "Unschedulable", "written before the bind")
+    assert cluster.conditions[pod.key].status == "True"
+    await cluster.write_event(pod, "Normal", "Scheduled", "Binding", "ok")
+    assert [(e.pod, e.reason) for e in cluster.events] == [("default/p", "Scheduled")]
+
+
+def test_protocol_for_handlers_is_what_the_event_handlers_implement():
+    assert issubclass(EventHandlers, ObjectHandlers)

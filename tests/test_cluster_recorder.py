@@ -1,0 +1,101 @@
+"""BufferedRecorder (scorer.cluster.recorder): enqueue without I/O, drain in order, count drops
+and failed writes instead of blocking or dying."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from scorer.cluster.interface import EventRecorder
+from scorer.cluster.recorder import BufferedRecorder
+from scorer.testing import make_pod
+
+
+class Sink:
+    def __init__(self, fail_on=()):
+        self.written = []
+        self.fail_on = set(fail_on)
+        self.gate: asyncio.Event | None = None
+
+    async def write_event(self, pod, type_, reason, action, note):
+        if self.gate is not None:
+            await self.gate.wait()
+        if note in self.fail_on:
+            raise ConnectionError("apiserver unreachable")
+        self.written.append(("event", pod.key, reason, note))
+
+    async def write_pod_condition(self, pod, status, reason, message):
+        self.written.append(("condition", pod.key, status, reason))
+
+
+def test_it_is_an_event_recorder():
+    assert isinstance(BufferedRecorder(Sink()), EventRecorder)
+    with pytest.raises(ValueError, match="capacity must be >= 1"):
+        BufferedRecorder(Sink(), capacity=0)
+
+
+async def test_record_only_enqueues_and_flush_writes_in_order():
+    sink = Sink()
+    recorder = BufferedRecorder(sink)
+    pod = make_pod("p")
+    recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", "first")
+    recorder.set_pod_condition(pod, "False", "Unschedulable", "first")
+    recorder.record(pod, "Normal", "Scheduled", "Binding", "second")
+    assert sink.written == [] and recorder.pending == 3
+    await recorder.flush()
+    assert sink.written == [("event", "default/p", "FailedScheduling", "first"),
+                            ("condition", "default/p", "False", "Unschedulable"),
+                            ("event", "default/p", "Scheduled", "second")]
+    assert recorder.pending == 0
+
+
+async def test_a_full_buffer_drops_and_counts_instead_of_blocking(caplog):
+    sink = Sink()
+    recorder = BufferedRecorder(sink, capacity=2)
+    pod = make_pod("p")
+    with caplog.at_level(logging.WARNING, logger="scorer.cluster.recorder"):
+        for i in range(5):
+            recorder.record(pod, "Normal", "Scheduled", "Binding", str(i))
+        assert recorder.dropped == 3 and recorder.pending == 2
+        await recorder.flush()
+    assert [w[3] for w in sink.written] == ["0", "1"]
+    assert "event buffer full (2 entries)" in caplog.text
+    assert "3 events dropped so far" in caplog.text
+
+
+async def test_a_failed_write_is_logged_and_counted_and_the_drain_goes_on(caplog):
+    sink = Sink(fail_on={"bad"})
+    recorder = BufferedRecorder(sink)
+    pod = make_pod("p")
+    for note in ("ok", "bad", "after"):
+        recorder.record(pod, "Normal", "Scheduled", "Binding", note)
+    with caplog.at_level(logging.WARNING, logger="scorer.cluster.recorder"):
+        await recorder.flush()
+    assert [w[3] for w in sink.written] == ["ok", "after"] and recorder.failed == 1
+    assert "writing an event for pod default/p failed: ConnectionError: apiserver unreachable" in caplog.text
+
+
+async def test_run_drains_in_the_background():
+    sink = Sink()
+    recorder = BufferedRecorder(sink)
+    task = asyncio.create_task(recorder.run())
+    pod = make_pod("p")
+    recorder.record(pod, "Normal", "Scheduled", "Binding", "one")
+    for _ in range(100):
+        if sink.written:
+            break
+        await asyncio.sleep(0)
+    assert [w[3] for w in sink.written] == ["one"]
+    # A slow sink: entries recorded meanwhile are written after, in order.
+    sink.gate = asyncio.Event()
+    recorder.record(pod, "Normal", "Scheduled", "Binding", "two")
+    await asyncio.sleep(0)
+    recorder.record(pod, "Normal", "Scheduled", "Binding", "three")
+    sink.gate.set()
+    await recorder.flush()
+    assert [w[3] for w in sink.written] == ["one", "two", "three"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
