@@ -16,7 +16,7 @@ import attrs
 from scorer.cache import ClusterCache
 from scorer.cluster.interface import ClusterWriter
 from scorer.cluster.recorder import DEFAULT_CAPACITY, BufferedRecorder
-from scorer.config import SchedulerConfig, load_config, resolve_config
+from scorer.config import SchedulerConfig, load_and_resolve
 from scorer.cycle import CycleReport
 from scorer.eventhandlers import EventHandlers
 from scorer.framework.events import ClusterEvent
@@ -102,8 +102,7 @@ def assemble(
     """
     registry = registry if registry is not None else build_registry(autoload=autoload)
     catalog = registry.catalog()
-    config = load_config(config_source, catalog)
-    resolved = resolve_config(config, catalog)
+    config, resolved = load_and_resolve(config_source, catalog)
     cache = ClusterCache()
     metrics = metrics if metrics is not None else SchedulerMetrics()
     hub = sources if sources is not None else SourceHub(
