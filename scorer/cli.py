@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import attrs
 import orjson
 import yaml
 
@@ -81,11 +82,6 @@ def escape(text: str) -> str:
     ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e`` (Python's repr spelling). Backslashes are kept as they
     are, so messages that already quote a value with ``repr`` are not escaped twice."""
     return _UNSAFE.sub(_escape_char, text)
-
-
-def escape_lines(text: str) -> str:
-    """Like :func:`escape` but keeps the newlines of text made of several lines."""
-    return "\n".join(escape(line) for line in text.split("\n"))
 
 
 def escape_all(value: Any) -> Any:
@@ -237,7 +233,10 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     # safe_dump escapes what is not printable (allow_unicode is off): the YAML stays exact.
     _out(yaml.safe_dump(effective_config(config, resolved), sort_keys=False).rstrip())
     _out("---")
-    _out(escape_lines(describe_resolved(resolved, config.warnings).rstrip()))
+    # The text is several lines: escape the user's strings before they are laid out.
+    shown = [attrs.evolve(p, scheduler_name=escape(p.scheduler_name), warnings=tuple(map(escape, p.warnings)))
+             for p in resolved]
+    _out(describe_resolved(shown, [escape(w) for w in config.warnings]).rstrip())
     return EXIT_OK
 
 

@@ -502,3 +502,17 @@ def test_process_full_disk_exits_1(cluster_file):
         assert proc.wait(timeout=60) == 1
     assert err.splitlines()[-1] == "error: cannot write the output: [Errno 28] No space left on device"
     assert "Exception ignored" not in err
+
+
+def test_config_validate_escapes_scheduler_name(capsys, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": 'a\nprofile "forged" (percentageOfNodesToScore: 1%)\x1b[8m'}]}))
+    code, out, _ = run(capsys, "config", "validate", str(path))
+    assert code == 0
+    effective, described = out.split("\n---\n")
+    assert yaml.safe_load(effective)["profiles"][0]["schedulerName"].startswith("a\nprofile")  # exact YAML
+    assert 'profile "a\\nprofile "forged" (percentageOfNodesToScore: 1%)\\x1b[8m"' in described
+    assert not any(line.startswith('profile "forged"') for line in out.splitlines())
+    assert "\x1b" not in out
