@@ -23,7 +23,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import orjson
@@ -31,7 +31,7 @@ import yaml
 
 from scorer import __version__
 from scorer.config import describe_resolved, effective_config, load_config, resolve_config
-from scorer.errors import InputError, PluginError, ScorerError
+from scorer.errors import ConfigError, InputError, PluginError, ScorerError
 from scorer.explain import explain_pod, format_table
 from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
 from scorer.simulate import demo_config, load_cluster, simulate
@@ -119,18 +119,16 @@ def _err(line: str) -> None:
         pass
 
 
-def _one_line(text: str) -> str:
-    return escape(" ".join(part.strip() for part in text.split("\n") if part.strip()))
-
-
 def _error_lines(exc: ScorerError) -> list[str]:
-    """``error: ...`` lines: one per error of an error that lists several (ConfigError), else one."""
+    """``error: ...`` lines: one per error of a ConfigError (which lists them all), else one."""
     errors = getattr(exc, "errors", None)
     if isinstance(errors, list) and errors and all(isinstance(e, tuple) and len(e) == 2 for e in errors):
         source = getattr(exc, "source", "")
         prefix = f"{source}: " if source else ""
         return [f"error: {escape(f'{prefix}{path}: {msg}' if path else f'{prefix}{msg}')}" for path, msg in errors]
-    return [f"error: {_one_line(str(exc))}"]
+    if isinstance(exc, ConfigError):
+        return [f"error: {escape(line)}" for line in str(exc).split("\n")]
+    return [f"error: {escape(str(exc))}"]
 
 
 def _registry(args: argparse.Namespace) -> PluginRegistry:
@@ -257,15 +255,23 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line, like every other error (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        _err(f"error: {escape(message)} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_INPUT)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--no-plugin-autoload", action="store_true",
                         help="do not load plugins from installed distributions (entry point group 'scorer')")
     common.add_argument("--block-plugin", action="append", metavar="ENTRY_POINT",
                         help="do not load this entry point (repeatable)")
 
-    parser = argparse.ArgumentParser(prog="scorer", description="A Kubernetes scheduler in Python.",
-                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="scorer", description="A Kubernetes scheduler in Python.", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -343,7 +349,7 @@ def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> in
     except Exception as exc:
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             _err(traceback.format_exc().rstrip())
-        _err(f"internal error: {type(exc).__name__}: {_one_line(str(exc))[:500]} "
+        _err(f"internal error: {type(exc).__name__}: {escape(str(exc))[:500]} "
              f"(a bug in scorer or one of its plugins; please report it with the command that caused it; "
              f"{DEBUG_ENV}=1 prints the traceback)")
         return EXIT_INTERNAL
@@ -366,7 +372,7 @@ def _output_failed(cause: BaseException | None) -> int:
         pass
     if isinstance(cause, BrokenPipeError):  # the reader is gone: nobody to tell, as with SIGPIPE
         return EXIT_PIPE
-    _err(f"error: cannot write the output: {_one_line(str(cause))}")
+    _err(f"error: cannot write the output: {escape(str(cause))}")
     return EXIT_INTERNAL
 
 

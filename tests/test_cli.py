@@ -393,7 +393,7 @@ def test_internal_error_one_line_exit_1(capsys, monkeypatch, cluster_file, debug
     code, out, err = run(capsys, "simulate", "--cluster", cluster_file)
     assert code == 1 and out == ""
     last = err.splitlines()[-1]
-    assert last.startswith("internal error: TypeError: unsupported operand second line")
+    assert last.startswith("internal error: TypeError: unsupported operand\\nsecond line")
     assert "please report it" in last and "SCORER_DEBUG=1" in last
     if debug:
         assert err.startswith("Traceback (most recent call last):") and "in broken" in err
@@ -451,6 +451,24 @@ def test_closed_stdout_exits_1(capsys, monkeypatch, cluster_file):
     _, err = capsys.readouterr()
     assert code == 1
     assert err == "error: cannot write the output: standard output is closed\n"
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "the following arguments are required: COMMAND (see 'scorer --help')"),
+    (["simulate", "--output", "xml"], "argument --output: invalid choice: 'xml'"),
+    (["explain"], "the following arguments are required: --pod (see 'scorer explain --help')"),
+    (["simulate", "--seed", "1\x1b[2J"], "argument --seed: invalid int value: '1\\x1b[2J'"),
+])
+def test_usage_errors_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and needle in err and len(err.splitlines()) == 1
+
+
+def test_missing_file_with_newline_in_its_name(capsys, tmp_path):
+    code, _, err = run(capsys, "simulate", "--cluster", str(tmp_path / "a\nb\x1b[31m.yaml"))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "a\\nb\\x1b[31m.yaml" in err
 
 
 def test_help_documents_exit_codes(capsys):
