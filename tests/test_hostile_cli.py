@@ -490,7 +490,10 @@ def cluster_cases() -> list[Case]:
         cluster_case("yaml-nul-in-name", text=raw(node("n1"), pod(TOKEN), token='"p\\0q"'), codes=ZERO_TO_TWO,
                      needles=("name",), check=lambda r: None),
     ]
-    for qid, value in (("empty", ""), ("leading-space", " 1"), ("space-unit", "1 Gi"), ("hex", "0x10"),
+    # kube trims the spaces around a quantity (Quantity.UnmarshalJSON): " 1" may be accepted.
+    cases.append(cluster_case("cpu-leading-space", n1, pod("p", cpu=" 1"), codes=ZERO_TO_TWO, needles=("cpu",),
+                              check=placed({"default/p": "n1"})))
+    for qid, value in (("empty", ""), ("space-unit", "1 Gi"), ("hex", "0x10"),
                        ("nan", "NaN"), ("infinity", "Infinity"), ("inf", "inf"), ("double-dot", "1.5.5"),
                        ("unit-only", "Mi"), ("unknown-unit", "5Xi"), ("exponent-unit", "1e18Ei"),
                        ("400-digits-string", BIG_400), ("unicode-digits", "١٢"), ("fullwidth", "１"),
@@ -503,7 +506,9 @@ def cluster_cases() -> list[Case]:
     cases.append(cluster_case("cpu-null", text=raw(n1, pod("p", cpu=TOKEN), token="null"), codes=ZERO_TO_TWO,
                               needles=("cpu",), check=placed({"default/p": "n1"})))
     image = {"names": ["registry/app:1"], "sizeBytes": TOKEN}
-    for iid, token in (("2-pow-70", str(2**70)), ("negative", "-1"), ("string", "big"), ("float-1e30", "1.0e+30"),
+    cases.append(cluster_case("image-size-negative", text=raw(node("n1", status__images=[image]), p, token="-1"),
+                              codes=ZERO_TO_TWO, needles=("sizeBytes",), check=placed({"default/p": "n1"})))
+    for iid, token in (("2-pow-70", str(2**70)), ("string", "big"), ("float-1e30", "1.0e+30"),
                        ("5000-digits", BIG_5000), ("nan", ".nan")):
         cases.append(cluster_case(f"image-size-{iid}", text=raw(node("n1", status__images=[image]), p, token=token),
                                   needles=("sizeBytes",)))

@@ -15,6 +15,9 @@ Layers, from the bottom; a module may import only from its own layer or below:
  9. ``scorer.assembly``, ``scorer.simulate``, ``scorer.explain``, ``scorer.testing``, ``scorer.cli``,
     ``scorer.__main__``, ``scorer.data``, and ``scorer`` itself (the package ``__init__``)
 
+Besides, ``scorer.config`` never imports ``scorer.plugins`` (a plugin's args type reaches the
+configuration through the catalog: ``PluginInfo.args_type``).
+
 A name covers its submodules (``scorer.plugins`` covers ``scorer.plugins.helper.normalize``), except
 ``scorer``, which means the package ``__init__`` only (``from scorer import __version__`` is an import
 from layer 9). Every import counts: top-level, under ``if TYPE_CHECKING:``, inside ``try``. An import of a
@@ -48,6 +51,8 @@ LAYERS: dict[str, int] = {
     "scorer.assembly": 9, "scorer.simulate": 9, "scorer.explain": 9, "scorer.testing": 9, "scorer.cli": 9,
     "scorer.__main__": 9, "scorer.data": 9, "scorer": 9,
 }
+# (importer, imported): forbidden although the layers allow it.
+FORBIDDEN: tuple[tuple[str, str], ...] = (("scorer.config", "scorer.plugins"),)
 
 
 def module_name(path: Path) -> str:
@@ -113,7 +118,14 @@ def violations(module: str, path: Path) -> list[str]:
             out.append(f"{where}:{line}: imports {target}, which is in no layer")
         elif layer > own:
             out.append(f"{where}:{line}: {module} (layer {own}) imports {target} (layer {layer})")
+        elif any(_covers(a, module) and _covers(b, target) for a, b in FORBIDDEN):
+            out.append(f"{where}:{line}: {module} imports {target}: {module.split('.')[1]} must not import "
+                       f"{target.split('.')[1]}")
     return out
+
+
+def _covers(prefix: str, module: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
 
 
 def test_every_module_found():
@@ -156,6 +168,12 @@ def test_checker_finds(source, expected, tmp_path):
     for name in ("scorer.cli", "scorer.config.load", "scorer.plugins.helper"):
         assert name in MODULES  # the made-up module's imports resolve against the real tree
     assert _check(source, tmp_path) == expected
+
+
+def test_checker_finds_config_importing_plugins(tmp_path):
+    found = _check("from scorer.plugins.helper import normalize\nfrom scorer.framework import Status\n", tmp_path,
+                   module="scorer.config.example")
+    assert found == ["scorer.config.example imports scorer.plugins.helper: config must not import plugins"]
 
 
 def test_checker_reports_module_outside_the_rule(tmp_path):
