@@ -173,7 +173,7 @@ def test_checker_finds(source, expected, tmp_path):
 def test_checker_finds_config_importing_plugins(tmp_path):
     found = _check("from scorer.plugins.helper import normalize\nfrom scorer.framework import Status\n", tmp_path,
                    module="scorer.config.example")
-    assert found == ["scorer.config.example imports scorer.plugins.helper: config must not import plugins"]
+    assert found == ["scorer.config.example imports scorer.plugins.helper.normalize: config must not import plugins"]
 
 
 def test_checker_reports_module_outside_the_rule(tmp_path):
