@@ -1,3 +1,6 @@
+"""``python -m scorer``: the ``scorer`` command."""
+
 from scorer.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

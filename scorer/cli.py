@@ -1,30 +1,142 @@
-"""The ``scorer`` command: simulate, explain, config validate, plugins."""
+"""The ``scorer`` command: simulate, explain, config validate, plugins.
+
+Exit status (also in ``scorer --help`` and the README): 0 success (an
+unschedulable pod is a result, not a failure); 1 internal error (a bug: a
+one-line message names the exception type; ``SCORER_DEBUG=1`` prints the
+traceback), or the output could not be written (standard output closed, disk
+full); 2 invalid input, configuration or usage (a one-line message per error
+naming the file and field, including a plugin that cannot start with its
+configuration); 130 interrupted; 141 the reader of standard output went away
+(``scorer simulate | head -1``), as a shell reports a process killed by
+SIGPIPE.
+
+Every user-controlled string printed for humans (tables, warnings, errors) goes
+through :func:`escape`, so a name holding a newline or a terminal escape
+sequence cannot forge lines or drive the terminal. JSON output is exact JSON.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
-from collections.abc import Sequence
-from typing import Any
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
 
+import attrs
 import orjson
+import yaml
 
 from scorer import __version__
-from scorer.errors import ConfigError, InputError, ScorerError
+from scorer.config import describe_resolved, effective_config, load_config, resolve_config
+from scorer.errors import ConfigError, InputError, PluginError, ScorerError
+from scorer.explain import explain_pod, format_table
+from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
+from scorer.simulate import demo_config, load_cluster, simulate
+from scorer.sources import MetricsSnapshot, load_snapshot
 
+EXIT_OK = 0
+EXIT_INTERNAL = 1
 EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
+DEBUG_ENV = "SCORER_DEBUG"
+
 METRICS_HELP = ("MetricsSnapshot file (YAML/JSON) that metric-driven plugins read instead of Prometheus; "
                 "default: MetricsSnapshot documents in the cluster file, else each plugin's Prometheus address")
+EPILOG = f"""\
+exit status:
+  0    success (an unschedulable pod is a result, not a failure)
+  1    internal error (a bug: please report it; {DEBUG_ENV}=1 prints the traceback),
+       or the output could not be written (standard output closed, disk full)
+  2    invalid input, configuration or usage; one line per error, naming the file and field
+  130  interrupted
+  141  the reader of standard output went away (scorer simulate | head -1)
+"""
+
+# C0 and C1 controls, DEL, and the invisible format characters that reorder or hide text (soft hyphen,
+# Arabic letter mark, zero-width and bidi marks, embeddings, overrides and isolates, line and paragraph
+# separators, word joiners, BOM, interlinear annotations, tag characters), and lone surrogates.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+    "\ud800-\udfff\U000e0000-\U000e007f]"
+)
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _registry(args: argparse.Namespace) -> Any:
-    from scorer.registry import build_registry
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
+
+def escape(text: str) -> str:
+    """``text`` safe for a terminal, on one line: controls and invisible format characters as
+    ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e`` (Python's repr spelling). Backslashes are kept as they
+    are, so messages that already quote a value with ``repr`` are not escaped twice."""
+    return _UNSAFE.sub(_escape_char, text)
+
+
+def escape_all(value: Any) -> Any:
+    """A copy of a JSON-like value with every string (keys included) escaped."""
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, dict):
+        return {escape_all(k): escape_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escape_all(v) for v in value]
+    return value
+
+
+class _OutputError(Exception):
+    """Writing standard output failed (``__cause__`` is the OSError)."""
+
+
+def _out(text: str = "") -> None:
+    """One line (or several) on standard output."""
+    try:
+        sys.stdout.write(text + "\n")
+    except OSError as exc:
+        raise _OutputError() from exc
+
+
+def _err(line: str) -> None:
+    """One line on standard error; best effort (it may be closed too)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _error_lines(exc: ScorerError) -> list[str]:
+    """``error: ...`` lines: one per error of a ConfigError (which lists them all), else one."""
+    errors = getattr(exc, "errors", None)
+    if isinstance(errors, list) and errors and all(isinstance(e, tuple) and len(e) == 2 for e in errors):
+        source = getattr(exc, "source", "")
+        prefix = f"{source}: " if source else ""
+        return [f"error: {escape(f'{prefix}{path}: {msg}' if path else f'{prefix}{msg}')}" for path, msg in errors]
+    if isinstance(exc, ConfigError):
+        return [f"error: {escape(line)}" for line in str(exc).split("\n")]
+    return [f"error: {escape(str(exc))}"]
+
+
+def _registry(args: argparse.Namespace) -> PluginRegistry:
     registry = build_registry(autoload=False if args.no_plugin_autoload else None,
                               blocked=args.block_plugin or ())
     for failure in registry.failures:
-        print(f"warning: plugin entry point {failure.entry_point!r} of {failure.distribution} "
-              f"{failure.version} failed to load: {failure.error}", file=sys.stderr)
+        _err(escape(f"warning: plugin entry point {failure.entry_point!r} of {failure.distribution} "
+                    f"{failure.version} failed to load: {failure.error}"))
     return registry
 
 
@@ -32,45 +144,49 @@ def _warn(warnings: Sequence[str]) -> None:
     skipped = [w for w in warnings if "not implemented by scorer yet" in w]
     for w in warnings:
         if w not in skipped:
-            print(f"warning: {w}", file=sys.stderr)
+            _err(f"warning: {escape(w)}")
     if skipped:
-        import re
-
         names = [m.group(1) for w in skipped if (m := re.search(r'"([^"]+)"', w))]
-        print(f"note: {len(skipped)} default plugin(s) not implemented by scorer yet, skipped: "
-              f"{', '.join(names)}", file=sys.stderr)
+        _err(escape(f"note: {len(skipped)} default plugin(s) not implemented by scorer yet, skipped: "
+                    f"{', '.join(names)}"))
 
 
-def _config_or_demo(args: argparse.Namespace, registry: Any) -> Any:
+def _config_or_demo(args: argparse.Namespace, registry: PluginRegistry) -> Any:
     """``--config``; for the built-in demo cluster with no config, the demo's metric-driven profile."""
     if args.config is not None or args.cluster is not None:
         return args.config
-    from scorer.simulate import demo_config
-
     config, note = demo_config(registry)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        _err(f"note: {escape(note)}")
     return config
 
 
-def _snapshot(args: argparse.Namespace) -> Any:
-    if not args.metrics:
-        return None
-    from scorer.sources import load_snapshot
+def _snapshot(args: argparse.Namespace) -> MetricsSnapshot | None:
+    return load_snapshot(args.metrics) if args.metrics else None
 
-    return load_snapshot(args.metrics)
+
+def _json(data: Any, indent: bool = False) -> None:
+    _out(orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else None).decode())
+
+
+def _table(rows: Iterable[Sequence[str]], right: Sequence[int] = ()) -> None:
+    """Columns two spaces apart; the last column is not padded; ``right``: right-aligned columns."""
+    rows = [[escape(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.rjust(w) if i in right else cell.ljust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths, strict=False))]
+        _out("  ".join([*cells, row[-1]]).rstrip())
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from scorer.simulate import load_cluster, simulate
-
     objects = load_cluster(args.cluster)
     registry = _registry(args)
     report = simulate(objects, _config_or_demo(args, registry), registry=registry, seed=args.seed,
                       metrics_snapshot=_snapshot(args))
     _warn(report.warnings)
     if args.output == "json":
-        out = {
+        _json({
             "placements": [
                 {"pod": p.pod, "profile": p.profile, "node": p.node, "score": p.score,
                  "decidedBy": p.decided_by, "attempts": p.attempts, "message": p.message}
@@ -79,84 +195,83 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "summary": {"nodes": report.nodes, "pods": len(report.placements), "placed": report.placed,
                         "unschedulable": report.unschedulable, "errors": report.errors,
                         "ignored": report.ignored, "podsPerSecond": round(report.pods_per_second, 1)},
-        }
-        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
+        }, indent=True)
+        return EXIT_OK
     rows = [("POD", "NODE", "SCORE", "WHY")]
     for p in report.placements:
         why = p.decided_by if p.node else p.message
         rows.append((p.pod, p.node or "-", "" if p.score is None else str(p.score), why))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        print(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2].rjust(widths[2])}  {r[3]}".rstrip())
-    print()
-    print(f"placed {report.placed}/{len(report.placements)} pods on {report.nodes} nodes; "
-          f"unschedulable {report.unschedulable}; errors {report.errors}; "
-          f"{report.pods_per_second:,.0f} pods/s (scheduling cycles only)")
+    _table(rows, right=(2,))
+    _out()
+    _out(f"placed {report.placed}/{len(report.placements)} pods on {report.nodes} nodes; "
+         f"unschedulable {report.unschedulable}; errors {report.errors}; "
+         f"{report.pods_per_second:,.0f} pods/s (scheduling cycles only)")
     if report.ignored:
-        print(f"ignored {len(report.ignored)} pending pod(s) of other schedulers: {', '.join(report.ignored)}")
-    return 0
+        _out(f"ignored {len(report.ignored)} pending pod(s) of other schedulers: "
+             f"{escape(', '.join(report.ignored))}")
+    return EXIT_OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from scorer.explain import explain_pod, format_table
-    from scorer.simulate import load_cluster
-
     objects = load_cluster(args.cluster)
     registry = _registry(args)
     explanation = explain_pod(objects, _config_or_demo(args, registry), args.pod, registry=registry,
                               seed=args.seed, metrics_snapshot=_snapshot(args))
     if args.output == "json":
-        sys.stdout.write(orjson.dumps(explanation).decode() + "\n")
+        _json(explanation)
     else:
-        print(format_table(explanation))
-    return 0
+        _out(format_table(escape_all(explanation)))
+    return EXIT_OK
 
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
-    import yaml
-
-    from scorer.config import describe_resolved, effective_config, load_config, resolve_config
-
     catalog = _registry(args).catalog()
     config = load_config(args.file, catalog)
     resolved = resolve_config(config, catalog)
-    print(yaml.safe_dump(effective_config(config, resolved), sort_keys=False).rstrip())
-    print("---")
-    print(describe_resolved(resolved, config.warnings).rstrip())
-    return 0
+    # safe_dump escapes what is not printable (allow_unicode is off): the YAML stays exact.
+    _out(yaml.safe_dump(effective_config(config, resolved), sort_keys=False).rstrip())
+    _out("---")
+    # The text is several lines: escape the user's strings before they are laid out.
+    shown = [attrs.evolve(p, scheduler_name=escape(p.scheduler_name), warnings=tuple(map(escape, p.warnings)))
+             for p in resolved]
+    _out(describe_resolved(shown, [escape(w) for w in config.warnings]).rstrip())
+    return EXIT_OK
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     registry = _registry(args)
     rows = [("NAME", "DISTRIBUTION", "VERSION", "EXTENSION POINTS")]
-    from scorer.registry import EXTENSION_POINTS
-
     for name in sorted(registry.plugins):
         info = registry.plugins[name]
         points = [p for p in EXTENSION_POINTS if p in info.extension_points]
         rows.append((name, info.source, info.version, ", ".join(points)))
     if args.output == "json":
-        data = [dict(zip(("name", "distribution", "version", "extensionPoints"),
-                         (r[0], r[1], r[2], r[3].split(", ")), strict=True)) for r in rows[1:]]
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+        _json([dict(zip(("name", "distribution", "version", "extensionPoints"),
+                        (r[0], r[1], r[2], r[3].split(", ")), strict=True)) for r in rows[1:]], indent=True)
+        return EXIT_OK
+    _table(rows)
     for failure in registry.failures:
-        print(f"(failed) {failure.entry_point}  {failure.distribution}  {failure.version}  {failure.error}")
-    return 0
+        _out(escape(f"(failed) {failure.entry_point}  {failure.distribution}  {failure.version}  {failure.error}"))
+    return EXIT_OK
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line, like every other error (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        _err(f"error: {escape(message)} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--no-plugin-autoload", action="store_true",
                         help="do not load plugins from installed distributions (entry point group 'scorer')")
     common.add_argument("--block-plugin", action="append", metavar="ENTRY_POINT",
                         help="do not load this entry point (repeatable)")
 
-    parser = argparse.ArgumentParser(prog="scorer", description="A Kubernetes scheduler in Python.")
+    parser = _Parser(prog="scorer", description="A Kubernetes scheduler in Python.", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -192,24 +307,73 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command; returns the exit status (see the module docstring)."""
+    if sys.stdout is None:  # started with standard output closed (scorer simulate >&-)
+        _err("error: cannot write the output: standard output is closed")
+        return EXIT_INTERNAL
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # a terminal or pipe in a non-UTF-8 locale: never fail on a character
+        try:
+            reconfigure(errors="backslashreplace")
+        except (OSError, ValueError):
+            pass
     try:
-        return int(args.func(args))
-    except ConfigError as exc:
-        if args.command == "explain":
-            print(f"error: {'; '.join(str(exc).splitlines())}", file=sys.stderr)
-        else:
-            print(f"error: invalid configuration\n{exc}", file=sys.stderr)
-        return EXIT_INPUT if args.command == "explain" else 1
-    except InputError as exc:
-        print(f"error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        code = _dispatch(build_parser(), argv)
+        _flush_stdout()
+    except _OutputError as exc:
+        return _output_failed(exc.__cause__)
+    return code
+
+
+def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors (2): argparse printed them
+        _flush_stdout()
+        return EXIT_OK if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return int(func(args))
+    except (InputError, PluginError) as exc:  # PluginError: a plugin that cannot start with its configuration
+        for line in _error_lines(exc):
+            _err(line)
         return EXIT_INPUT
     except ScorerError as exc:
-        print(f"error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
-        return 1
+        for line in _error_lines(exc):
+            _err(line)
+        return EXIT_INTERNAL
+    except _OutputError:
+        raise
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            _err(traceback.format_exc().rstrip())
+        _err(f"internal error: {type(exc).__name__}: {escape(str(exc))[:500]} "
+             f"(a bug in scorer or one of its plugins; please report it with the command that caused it; "
+             f"{DEBUG_ENV}=1 prints the traceback)")
+        return EXIT_INTERNAL
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        raise _OutputError() from exc
+
+
+def _output_failed(cause: BaseException | None) -> int:
+    """Standard output cannot take more: the rest goes to /dev/null, so Python's flush at exit is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    if isinstance(cause, BrokenPipeError):  # the reader is gone: nobody to tell, as with SIGPIPE
+        return EXIT_PIPE
+    _err(f"error: cannot write the output: {escape(str(cause))}")
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

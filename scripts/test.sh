@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need into .venv and runs them. Used by .ci/run and the README.
-# pytest's exit code passes through: 5 (no tests collected) fails like any other non-zero.
+# Installs what the tests need into .venv, runs ruff and mypy (either failing fails the run), then pytest.
+# Used by .ci/run and the README. pytest's exit code passes through: 5 (no tests collected) fails like any
+# other non-zero. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -26,4 +27,8 @@ if [ -z "${SCORER_PROMETHEUS_BIN:-}" ] && ! command -v prometheus >/dev/null 2>&
              "'apt-get install prometheus' as root, or set SCORER_PROMETHEUS_BIN" >&2
     fi
 fi
+echo "test.sh: ruff check scorer tests contrib_plugins bench"
+.venv/bin/ruff check scorer tests contrib_plugins bench
+echo "test.sh: mypy scorer"
+.venv/bin/mypy scorer
 exec .venv/bin/python -m pytest "$@"

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import yaml
 
-from scorer.cli import main
+from scorer.cli import build_parser, main
 
 
 @pytest.fixture(autouse=True)
@@ -199,3 +199,338 @@ def test_plugins_lists_builtins(capsys):
     assert data["NodeResourcesFit"]["extensionPoints"] == ["preFilter", "filter", "preScore", "score"]
     code, out, _ = run(capsys, "plugins")
     assert "TaintToleration" in out and "EXTENSION POINTS" in out
+
+
+# --- escaping of user-controlled strings in human-readable output ------------------------------------
+
+FORGED = "x\nshop/web  big  100  forged"
+
+
+def test_escape_controls_bidi_and_surrogates():
+    from scorer.cli import escape
+
+    assert escape("plain-name.1") == "plain-name.1"
+    assert escape("a\nb\tc\rd") == "a\\nb\\tc\\rd"
+    assert escape("\x1b[31mred\x1b[0m\x07\x00\x7f") == "\\x1b[31mred\\x1b[0m\\x07\\x00\\x7f"
+    assert escape("\x9b2J\x85") == "\\x9b2J\\x85"  # C1 controls (CSI, NEL)
+    assert escape("abc\u202edef\u2066\u200b\u2028\ufeff") == "abc\\u202edef\\u2066\\u200b\\u2028\\ufeff"
+    assert escape("\udc80\U000e0041") == "\\udc80\\U000e0041"
+    assert escape("ünïcödé 名前 back\\slash") == "ünïcödé 名前 back\\slash"  # printable text and backslashes kept
+
+
+def forged_cluster(tmp_path, node_name=FORGED, pod_name=FORGED):
+    path = tmp_path / "forged.yaml"
+    docs = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node_name},
+         "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod_name, "namespace": "shop"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big\x1b[2J", "namespace": "shop"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "64"}}}]}},
+    ]
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def test_simulate_table_escapes_names(capsys, tmp_path):
+    code, out, _ = run(capsys, "simulate", "--cluster", forged_cluster(tmp_path))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 1 + 2 + 2  # header, two pods, blank line, summary: no forged line
+    assert lines[1].startswith("shop/x\\nshop/web  big  100  forged  x\\nshop/web  big  100  forged")
+    assert lines[2].startswith("shop/big\\x1b[2J")
+    assert "\x1b" not in out and "\n".join(lines) + "\n" == out
+
+
+def test_simulate_json_keeps_names_exact(capsys, tmp_path):
+    code, out, _ = run(capsys, "simulate", "--cluster", forged_cluster(tmp_path), "--output", "json")
+    assert code == 0
+    assert "\x1b" not in out  # JSON escapes control characters itself
+    pods = {p["pod"]: p for p in json.loads(out)["placements"]}
+    assert pods[f"shop/{FORGED}"]["node"] == FORGED
+    assert "shop/big\x1b[2J" in pods
+
+
+def test_explain_table_escapes_names(capsys, tmp_path):
+    code, out, _ = run(capsys, "explain", "--cluster", forged_cluster(tmp_path), "--pod", f"shop/{FORGED}")
+    assert code == 0
+    assert "\x1b" not in out and "forged" in out
+    assert not any(line.startswith("shop/web") for line in out.splitlines())
+    assert "x\\nshop/web  big  100  forged*" in out  # the node row, marked selected
+    assert "selected: x\\nshop/web  big  100  forged" in out
+
+
+def test_explain_json_keeps_names_exact(capsys, tmp_path):
+    code, out, _ = run(capsys, "explain", "--cluster", forged_cluster(tmp_path), "--pod", f"shop/{FORGED}",
+                       "--output", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["selected"] == FORGED and data["pod"] == f"shop/{FORGED}"
+
+
+def test_error_message_escapes_names(capsys, tmp_path):
+    code, out, err = run(capsys, "explain", "--cluster", forged_cluster(tmp_path), "--pod", "shop/no\x1b]0;pwned\x07")
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1
+    assert "\x1b" not in err and "\x07" not in err
+    assert "no\\x1b]0;pwned\\x07" in err
+
+
+def _plugin_module(name, factory=None, error=None):
+    """A plugin distribution stand-in registering one score plugin called ``name``."""
+    from types import SimpleNamespace
+
+    from scorer.hookspecs import hookimpl
+
+    class Plugin:
+        def score(self, state, pod, node):
+            return 0
+
+    def default_factory(args, handle):
+        if error is not None:
+            raise error
+        plugin = Plugin()
+        plugin.name = name
+        return plugin
+
+    @hookimpl
+    def scorer_register_plugins(registry):
+        registry.register(name, factory or default_factory, plugin_type=Plugin)
+
+    return SimpleNamespace(__name__="fake_dist", scorer_register_plugins=scorer_register_plugins)
+
+
+def _use_registry(monkeypatch, *modules, failures=()):
+    import scorer.cli
+    from scorer.registry import build_registry
+
+    def fake(**kwargs):
+        registry = build_registry(autoload=False, modules=modules)
+        registry.failures.extend(failures)
+        return registry
+
+    monkeypatch.setattr(scorer.cli, "build_registry", fake)
+
+
+def test_plugins_table_and_load_failures_escaped(capsys, monkeypatch):
+    from scorer.framework.catalog import LoadFailure
+
+    _use_registry(monkeypatch, _plugin_module("Evil\nForged  scorer  1.0  score\x1b[8m"),
+                  failures=[LoadFailure("bad\nep", "dist\x1b[31m", "1.0", "ImportError: no\nmodule")])
+    code, out, err = run(capsys, "plugins")
+    assert code == 0
+    assert "Evil\\nForged  scorer  1.0  score\\x1b[8m" in out
+    assert not any(line.startswith("Forged") for line in out.splitlines())
+    assert "(failed) bad\\nep  dist\\x1b[31m  1.0  ImportError: no\\nmodule" in out
+    assert err.count("\n") == 1 and "warning: plugin entry point 'bad\\nep' of dist\\x1b[31m" in err
+    assert "\x1b" not in out + err
+
+
+# --- exit codes ----------------------------------------------------------------------------------------
+
+BAD_CONFIG = textwrap.dedent("""
+    apiVersion: kubescheduler.config.k8s.io/v1
+    kind: KubeSchedulerConfiguration
+    profiles:
+    - schedulerName: x
+      percentageOfNodesToScore: 500
+      plugins:
+        score:
+          enabled: [{name: "No\\nSuch\\e[31m"}]
+""")
+
+
+@pytest.mark.parametrize("command", [["config", "validate"], ["simulate", "--config"],
+                                     ["explain", "--pod", "shop/web", "--config"]])
+def test_config_errors_exit_2_one_line_per_error(capsys, tmp_path, cluster_file, command):
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD_CONFIG)
+    cluster = [] if command[0] == "config" else ["--cluster", cluster_file]
+    code, out, err = run(capsys, *command, str(path), *cluster)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"error: {path}: profiles[0].") for line in lines)
+    assert any("percentageOfNodesToScore" in line for line in lines)
+    assert any('"No\\nSuch\\x1b[31m"' in line for line in lines)
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["explain", "--pod", "shop/web"]])
+def test_plugin_that_cannot_start_exits_2(capsys, tmp_path, monkeypatch, cluster_file, command):
+    _use_registry(monkeypatch, _plugin_module("Picky", error=ValueError("args.address: Required value")))
+    config = tmp_path / "c.yaml"
+    config.write_text(textwrap.dedent("""
+        apiVersion: kubescheduler.config.k8s.io/v1
+        kind: KubeSchedulerConfiguration
+        profiles:
+        - schedulerName: default-scheduler
+          plugins: {score: {enabled: [{name: Picky}]}}
+    """))
+    code, out, err = run(capsys, *command, "--cluster", cluster_file, "--config", str(config))
+    assert code == 2 and out == ""
+    assert err.startswith('error: plugin "Picky"') and "args.address: Required value" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_bad_cluster_file_exits_2_in_simulate(capsys, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("kind: Pod\nmetadata: {name: p}\n"
+                    "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n")
+    code, out, err = run(capsys, "simulate", "--cluster", str(path))
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and "spec.containers[0].resources.requests.cpu" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_internal_error_one_line_exit_1(capsys, monkeypatch, cluster_file, debug):
+    import scorer.cli
+
+    def broken(*args, **kwargs):
+        raise TypeError("unsupported operand\nsecond line")
+
+    monkeypatch.setattr(scorer.cli, "simulate", broken)
+    monkeypatch.setenv("SCORER_DEBUG", debug)
+    code, out, err = run(capsys, "simulate", "--cluster", cluster_file)
+    assert code == 1 and out == ""
+    last = err.splitlines()[-1]
+    assert last.startswith("internal error: TypeError: unsupported operand\\nsecond line")
+    assert "please report it" in last and "SCORER_DEBUG=1" in last
+    if debug:
+        assert err.startswith("Traceback (most recent call last):") and "in broken" in err
+    else:
+        assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_other_scorer_error_exits_1(capsys, monkeypatch, cluster_file):
+    import scorer.cli
+    from scorer.errors import ScorerError
+
+    def conflict(*args, **kwargs):
+        raise ScorerError("pod shop/web is already bound")
+
+    monkeypatch.setattr(scorer.cli, "simulate", conflict)
+    code, _, err = run(capsys, "simulate", "--cluster", cluster_file)
+    assert (code, err) == (1, "error: pod shop/web is already bound\n")
+
+
+class _FailingStdout:
+    """A standard output whose writes fail like a closed pipe or a full disk."""
+
+    def __init__(self, error):
+        self.error = error
+        self.writes = 0
+
+    def write(self, text):
+        self.writes += 1
+        raise self.error
+
+    def flush(self):
+        raise self.error
+
+
+def test_broken_pipe_exits_141_quietly(capsys, monkeypatch, cluster_file):
+    monkeypatch.setattr("sys.stdout", _FailingStdout(BrokenPipeError(32, "Broken pipe")))
+    code = main(["simulate", "--cluster", cluster_file])
+    _, err = capsys.readouterr()
+    assert code == 141
+    assert "Traceback" not in err and "Broken pipe" not in err
+
+
+def test_unwritable_stdout_exits_1_with_error(capsys, monkeypatch, cluster_file):
+    stdout = _FailingStdout(OSError(28, "No space left on device"))
+    monkeypatch.setattr("sys.stdout", stdout)
+    code = main(["plugins", "--output", "json"])
+    _, err = capsys.readouterr()
+    assert code == 1 and stdout.writes == 1
+    assert err == "error: cannot write the output: [Errno 28] No space left on device\n"
+
+
+def test_closed_stdout_exits_1(capsys, monkeypatch, cluster_file):
+    monkeypatch.setattr("sys.stdout", None)  # what Python sets when started with file descriptor 1 closed
+    code = main(["simulate", "--cluster", cluster_file])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err == "error: cannot write the output: standard output is closed\n"
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "the following arguments are required: COMMAND (see 'scorer --help')"),
+    (["simulate", "--output", "xml"], "argument --output: invalid choice: 'xml'"),
+    (["explain"], "the following arguments are required: --pod (see 'scorer explain --help')"),
+    (["simulate", "--seed", "1\x1b[2J"], "argument --seed: invalid int value: '1\\x1b[2J'"),
+])
+def test_usage_errors_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and needle in err and len(err.splitlines()) == 1
+
+
+def test_missing_file_with_newline_in_its_name(capsys, tmp_path):
+    code, _, err = run(capsys, "simulate", "--cluster", str(tmp_path / "a\nb\x1b[31m.yaml"))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "a\\nb\\x1b[31m.yaml" in err
+
+
+def test_help_documents_exit_codes(capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for code in ("0 ", "1 ", "2 ", "130 ", "141 "):
+        assert f"\n  {code}" in out
+    assert main(["--version"]) == 0
+    assert main(["simulate", "--no-such-option"]) == 2
+
+
+def _scorer(*argv, **kwargs):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "SCORER_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.Popen([sys.executable, "-m", "scorer", *argv], stderr=subprocess.PIPE, env=env, **kwargs)
+
+
+@pytest.mark.slow
+def test_process_reader_gone_exits_141_without_traceback(cluster_file):
+    import subprocess
+
+    proc = _scorer("simulate", "--cluster", cluster_file, stdout=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before scorer writes (scorer simulate | head -0)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
+
+
+@pytest.mark.slow
+def test_process_closed_stdout_exits_1(cluster_file):
+    import os
+
+    proc = _scorer("simulate", "--cluster", cluster_file, preexec_fn=lambda: os.close(1))
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert err.splitlines()[-1] == "error: cannot write the output: standard output is closed"
+
+
+@pytest.mark.slow
+def test_process_full_disk_exits_1(cluster_file):
+    with open("/dev/full", "w") as full:
+        proc = _scorer("simulate", "--cluster", cluster_file, stdout=full)
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 1
+    assert err.splitlines()[-1] == "error: cannot write the output: [Errno 28] No space left on device"
+    assert "Exception ignored" not in err
+
+
+def test_config_validate_escapes_scheduler_name(capsys, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": 'a\nprofile "forged" (percentageOfNodesToScore: 1%)\x1b[8m'}]}))
+    code, out, _ = run(capsys, "config", "validate", str(path))
+    assert code == 0
+    effective, described = out.split("\n---\n")
+    assert yaml.safe_load(effective)["profiles"][0]["schedulerName"].startswith("a\nprofile")  # exact YAML
+    assert 'profile "a\\nprofile "forged" (percentageOfNodesToScore: 1%)\\x1b[8m"' in described
+    assert not any(line.startswith('profile "forged"') for line in out.splitlines())
+    assert "\x1b" not in out
