@@ -30,7 +30,7 @@ import orjson
 import yaml
 
 from scorer import __version__
-from scorer.config import describe_resolved, effective_config, load_config, resolve_config
+from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import ConfigError, InputError, PluginError, ScorerError
 from scorer.explain import explain_pod, format_table
 from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
@@ -226,8 +226,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
     catalog = _registry(args).catalog()
-    config = load_config(args.file, catalog)
-    resolved = resolve_config(config, catalog)
+    config, resolved = load_and_resolve(args.file, catalog)
     # safe_dump escapes what is not printable (allow_unicode is off): the YAML stays exact.
     _out(yaml.safe_dump(effective_config(config, resolved), sort_keys=False).rstrip())
     _out("---")
