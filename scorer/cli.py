@@ -234,6 +234,7 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     shown = [attrs.evolve(p, scheduler_name=escape(p.scheduler_name), warnings=tuple(map(escape, p.warnings)))
              for p in resolved]
     _out(describe_resolved(shown, [escape(w) for w in config.warnings]).rstrip())
+    _warn(config.warnings)  # also on stderr, as every command reports them
     return EXIT_OK
 
 

@@ -156,7 +156,12 @@ def address_errors(address: str, key: str = "address") -> list[tuple[str, str]]:
     """A Prometheus URL must be http(s)://host[:port][/path]."""
     if not address:
         return []
-    parsed = urlparse(address)
+    problem = f"{address!r} is not a URL; expected http://host:port or https://host:port"
+    try:
+        parsed = urlparse(address)
+        parsed.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as exc:  # an unbalanced IPv6 bracket, a bad port
+        return [(key, f"{problem} ({exc})")]
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        return [(key, f"{address!r} is not a URL; expected http://host:port or https://host:port")]
+        return [(key, problem)]
     return []
