@@ -198,16 +198,16 @@ def test_error_is_an_input_error() -> None:
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        (True, "True"),
-        (False, "False"),
-        (None, "None"),
-        ([1], "[1]"),
-        ({"a": 1}, "{'a': 1}"),
-        (b"1", "b'1'"),
-        (Fraction(1, 2), "Fraction(1, 2)"),
-        (float("nan"), "nan"),
-        (float("inf"), "inf"),
-        (float("-inf"), "-inf"),
+        (True, "boolean true"),
+        (False, "boolean false"),
+        (None, "null"),
+        ([1], "list"),
+        ({"a": 1}, "object"),
+        (b"1", "bytes"),
+        (Fraction(1, 2), "Fraction"),
+        (float("nan"), "number nan"),
+        (float("inf"), "number inf"),
+        (float("-inf"), "number -inf"),
     ],
 )
 def test_parse_rejects_other_types(value: object, shown: str) -> None:
