@@ -21,7 +21,7 @@ from typing import Any
 # Strings longer than this are shortened in messages (the start is kept).
 MAX_QUOTED = 80
 # Integers with more digits than this are shortened in messages.
-_MAX_SHOWN_DIGITS = 40
+_MAX_SHOWN_DIGITS = 100
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -110,9 +110,12 @@ def expected(what: str, value: Any) -> str:
 
 def join_path(path: str, child: str) -> str:
     """A field path: ``join_path("a.b", "c") == "a.b.c"``,
-    ``join_path("a", "[0]") == "a[0]"``; ``""`` is the root."""
+    ``join_path("a", "[0]") == "a[0]"``; ``""`` is the root. What a terminal
+    would act on in ``child`` (a key from the input) is escaped."""
     if not child:
         return path
+    if not child.isprintable():
+        child = printable(child)
     if not path or child.startswith("["):
         return f"{path}{child}"
     return f"{path}.{child}"

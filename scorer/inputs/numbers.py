@@ -24,10 +24,12 @@ def parse_int64(text: str) -> int | None:
     return value if INT64_MIN <= value <= INT64_MAX else None
 
 
-def int_range_error(value: int, bits: int = 64, low: int | None = None) -> str | None:
-    """Why ``value`` does not fit a signed ``bits``-bit integer (at least
-    ``low`` when given); None when it fits."""
-    top = (1 << (bits - 1)) - 1
+def int_range_error(
+    value: int, bits: int = 64, low: int | None = None, high: int | None = None
+) -> str | None:
+    """Why ``value`` does not fit a signed ``bits``-bit integer narrowed to
+    [``low``, ``high``] when given; None when it fits."""
+    top = (1 << (bits - 1)) - 1 if high is None else high
     bottom = -(1 << (bits - 1)) if low is None else low
     if bottom <= value <= top:
         return None

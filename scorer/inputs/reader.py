@@ -543,6 +543,7 @@ class _LimitProblem(Exception):
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
     data: dict[Any, Any] = {}
     yield data
+    _expect_node(node, yaml.MappingNode, "mapping")
     depth = getattr(node, "depth", 1) + 1  # of the collections in it
     pairs = node.value
     explicit_from = 0
@@ -580,6 +581,7 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any
 def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> Iterator[list[Any]]:
     data: list[Any] = []
     yield data
+    _expect_node(node, yaml.SequenceNode, "sequence")
     depth = getattr(node, "depth", 1) + 1
     construct = loader.construct_object
     for child in node.value:
@@ -588,10 +590,23 @@ def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> Iterator[list[An
         data.append(construct(child))
 
 
+# What PyYAML's scalar constructors raise for text that matched a type's
+# pattern (or was tagged with it) but is no value of that type.
+_NOT_A_VALUE = (ValueError, IndexError, KeyError, AttributeError, OverflowError, TypeError)
+
+
+def _expect_node(node: yaml.Node, kind: type[yaml.Node], name: str) -> None:
+    """A tag (``!!map``) on a node of another kind is an error, as in PyYAML."""
+    if not isinstance(node, kind):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"expected a {name} node, but found {node.id}", node.start_mark
+        )
+
+
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
     try:
         return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
-    except ValueError:
+    except _NOT_A_VALUE:
         digits = sum(1 for ch in node.value if ch.isdigit())
         if digits <= MAX_INT_DIGITS:  # "0b_": matched the int pattern, is no number
             return loader.construct_scalar(node)
@@ -603,7 +618,7 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
 def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> Any:
     try:
         value = yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
-    except (ValueError, OverflowError):
+    except _NOT_A_VALUE:
         return loader.construct_scalar(node)
     if value - value != 0:  # inf or nan
         loader.problems.bad_value(value, expected("a finite number", value))
@@ -619,7 +634,7 @@ def _text_on_error(
     def constructor(loader: _Loader, node: yaml.ScalarNode) -> Any:
         try:
             return construct(loader, node)
-        except (ValueError, KeyError, AttributeError, OverflowError, TypeError):
+        except _NOT_A_VALUE:
             return loader.construct_scalar(node)
 
     return constructor

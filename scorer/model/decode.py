@@ -174,15 +174,20 @@ def _optional_choice(
 
 
 def _optional_int(
-    obj: Mapping[str, Any], key: str, path: str, bits: int = 64, low: int | None = None
+    obj: Mapping[str, Any],
+    key: str,
+    path: str,
+    bits: int = 64,
+    low: int | None = None,
+    high: int | None = None,
 ) -> int | None:
-    """An integer that fits the API's ``bits``-bit type (and is at least ``low``)."""
+    """An integer that fits the API's ``bits``-bit type (narrowed to [low, high])."""
     value = obj.get(key)
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
         raise FieldError(join_path(path, key), expected("an integer", value))
-    problem = int_range_error(value, bits, low)
+    problem = int_range_error(value, bits, low, high)
     if problem is not None:
         raise FieldError(join_path(path, key), f"{quote(value)} {problem}")
     return value
@@ -223,7 +228,7 @@ def _str_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
             if item is None:
                 result[name] = ""
                 continue
-            raise FieldError(f"{join_path(path, key)}.{name}", expected("a string", item))
+            raise FieldError(join_path(join_path(path, key), name), expected("a string", item))
     return result
 
 
@@ -251,10 +256,10 @@ def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]
         try:
             amount = resource_value(name, quantity)
         except QuantityError as error:
-            raise FieldError(f"{join_path(path, key)}.{name}", str(error)) from None
+            raise FieldError(join_path(join_path(path, key), name), str(error)) from None
         if amount < 0:
             raise FieldError(
-                f"{join_path(path, key)}.{name}", f"must not be negative, got {quote(quantity)}"
+                join_path(join_path(path, key), name), f"must not be negative, got {quote(quantity)}"
             )
         result[name] = amount
     return result
@@ -657,12 +662,7 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
         allocatable = _resource_map(status, "allocatable", "status")
     images = []
     for path, item in _mappings(status, "images", "status"):
-        size = _optional_int(item, "sizeBytes", path, low=0) or 0
-        if size > MAX_IMAGE_SIZE_BYTES:
-            raise FieldError(
-                join_path(path, "sizeBytes"),
-                f"{size} out of range, expected a byte count from 0 to {MAX_IMAGE_SIZE_BYTES} (2^53)",
-            )
+        size = _optional_int(item, "sizeBytes", path, low=0, high=MAX_IMAGE_SIZE_BYTES) or 0
         images.append(ContainerImage(names=_str_tuple(item, "names", path), size_bytes=size))
     return Node(
         name=name,
@@ -698,10 +698,11 @@ def _metadata(
     if not isinstance(obj, Mapping):
         got = describe_value(obj)
         raise ModelError(f"{kind}{where}: expected a {kind} object, got {got}")
-    name = ""
+    name = namespace = ""
     try:
         meta = _mapping(obj, "metadata", "")
         name = _required_str(meta, "name", "metadata")
+        namespace = (_str(meta, "namespace", "metadata") or "default") if namespaced else ""
         declared = obj.get("kind")
         if declared is not None and declared != kind:
             raise FieldError("kind", f"expected {kind}, got {describe_value(declared)}")
@@ -712,12 +713,16 @@ def _metadata(
                 f"expected {quote(API_VERSION)} (the only version of {kind}), "
                 f"got {describe_value(api_version)}",
             )
-        namespace = (_str(meta, "namespace", "metadata") or "default") if namespaced else ""
     except FieldError as error:
-        label = f"{kind} {printable(name)}" if name else kind
-        raise ModelError(f"{label}{where}: {error.path}: {error.message}") from None
-    label = f"{kind} {printable(namespace)}/{printable(name)}" if namespaced else f"{kind} {printable(name)}"
-    return meta, namespace, name, label + where
+        raise ModelError(f"{_label(kind, namespace, name)}{where}: {error.path}: {error.message}") from None
+    return meta, namespace, name, _label(kind, namespace, name) + where
+
+
+def _label(kind: str, namespace: str, name: str) -> str:
+    """``Pod ns/name``, ``Node name``, or the kind alone while the name is unknown."""
+    if not name:
+        return kind
+    return f"{kind} {printable(namespace)}/{printable(name)}" if namespace else f"{kind} {printable(name)}"
 
 
 def pod_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Pod:
