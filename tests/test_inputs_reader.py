@@ -120,6 +120,10 @@ def test_non_strict_reading_leaves_problems_to_the_caller() -> None:
         ("a", 'duplicate field "a" (again at line 2)'),
         ("a", "expected a finite number, got number nan"),
     )
+    # A bad value is reported once: it reads on as null.
+    assert document.data == {"a": None}
+    (document,) = parse_documents("a: [1, " + "2" * 4400 + "]", "c.yaml", limits=LIMITS, strict=False)
+    assert document.data == {"a": [1, None]}
 
 
 @pytest.mark.parametrize(

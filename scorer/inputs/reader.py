@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import os
 import re
 import stat
@@ -356,35 +355,42 @@ class _Problems:
         self.keep.append(value)
 
     def locate(self, root: Any) -> tuple[tuple[str, str], ...]:
-        """(path, message) for each problem, in document order."""
+        """(path, message) for each problem, in document order. A bad value is
+        replaced by null where it is found, so that a caller reading on
+        (``strict=False``) reports it once."""
         found: list[tuple[str, str]] = []
+        if id(root) in self.bad:
+            return (("", self.bad[id(root)]),)
         seen: set[int] = set()
         stack: list[tuple[str, Any]] = [("", root)]
         while stack:
             path, value = stack.pop()
-            message = self.bad.get(id(value))
-            if message is not None:
-                found.append((path, message))
+            if id(value) in seen:
                 continue
+            seen.add(id(value))
+            children: list[tuple[str, Any]] = []
             if isinstance(value, dict):
-                if id(value) in seen:
-                    continue
-                seen.add(id(value))
                 for key, line in self.duplicates.get(id(value), ()):
                     again = f" (again at line {line})" if line is not None else ""
                     found.append((join_path(path, _key_text(key)), f"duplicate field {quote(key)}{again}"))
-                children = []
                 for key, item in value.items():
-                    key_message = self.bad.get(id(key))
-                    if key_message is not None:
-                        found.append((path, f"a key: {key_message}"))
+                    if id(key) in self.bad:
+                        found.append((path, f"a key: {self.bad[id(key)]}"))
                     children.append((join_path(path, _key_text(key)), item))
-                stack.extend(reversed(children))
-            elif isinstance(value, list):
-                if id(value) in seen:
-                    continue
-                seen.add(id(value))
-                stack.extend((f"{path}[{index}]", item) for index, item in reversed(list(enumerate(value))))
+            else:
+                children = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+            below = []
+            for index, (child_path, item) in enumerate(children):
+                message = self.bad.get(id(item))
+                if message is not None:
+                    found.append((child_path, message))
+                    if isinstance(value, dict):
+                        value[list(value)[index]] = None
+                    else:
+                        value[index] = None
+                elif isinstance(item, (dict, list)):
+                    below.append((child_path, item))
+            stack.extend(reversed(below))
         if not found:  # e.g. inside a value a repeated key replaced: still an error
             found.append(("", next(iter(self.bad.values()), "duplicate field")))
         return tuple(found)
@@ -451,24 +457,25 @@ def _json_document(text: str, source: str, limits: Limits) -> Document:
 
 
 def _check_json_values(data: Any, source: str, limits: Limits, problems: _Problems) -> None:
-    """Depth, non-finite numbers and lone surrogates, in one pass over the containers."""
-    if type(data) is not dict and type(data) is not list:
-        if type(data) is float and not math.isfinite(data):
-            problems.bad_value(data, expected("a finite number", data))
-        return
-    max_depth = limits.max_depth
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        value, depth = pop()
-        if depth > max_depth:
+    """Depth and non-finite numbers, in one pass over the containers, level by level."""
+    if type(data) is float and data - data != 0:
+        problems.bad_value(data, expected("a finite number", data))
+    level = [data] if type(data) is dict or type(data) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limits.max_depth:
             raise ReadError(source, _depth_message(limits.max_depth))
-        for item in value.values() if type(value) is dict else value:
-            kind = type(item)
-            if kind is dict or kind is list:
-                push((item, depth + 1))
-            elif kind is float and item - item != 0:  # inf or nan
-                problems.bad_value(item, expected("a finite number", item))
+        below: list[Any] = []
+        add = below.append
+        for value in level:
+            for item in value.values() if type(value) is dict else value:
+                kind = type(item)
+                if kind is dict or kind is list:
+                    add(item)
+                elif kind is float and item - item != 0:  # inf or nan
+                    problems.bad_value(item, expected("a finite number", item))
+        level = below
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

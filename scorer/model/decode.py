@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from scorer.errors import ModelError, QuantityError
 from scorer.inputs.describe import describe_value, expected, join_path, printable, quote
@@ -71,6 +71,9 @@ from scorer.model.objects import (
 )
 from scorer.model.requests import aggregate_container_requests, is_pod_level_resource
 from scorer.quantity import resource_value
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 API_VERSION = "v1"
 # ImageLocality scales image sizes in float64 (as kube does) and sums them in
@@ -348,32 +351,34 @@ def _label_selector(obj: Mapping[str, Any], key: str, path: str) -> LabelSelecto
     if selector is None:
         return None
     path = join_path(path, key)
-    expressions = []
-    for item_path, item in _mappings(selector, "matchExpressions", path):
-        operator = _operator(item, item_path, LABEL_SELECTOR_OPERATORS)
-        values = _str_tuple(item, "values", item_path)
-        _check_values(operator, values, item_path)
-        expressions.append(
-            LabelSelectorRequirement(
-                key=_required_str(item, "key", item_path), operator=operator, values=values
-            )
-        )
     return LabelSelector(
-        match_labels=_str_map(selector, "matchLabels", path), match_expressions=tuple(expressions)
+        match_labels=_str_map(selector, "matchLabels", path),
+        match_expressions=_match_expressions(
+            selector, path, LABEL_SELECTOR_OPERATORS, LabelSelectorRequirement
+        ),
     )
 
 
-def _node_selector_term(obj: Mapping[str, Any], path: str) -> NodeSelectorTerm:
+def _match_expressions(
+    obj: Mapping[str, Any],
+    path: str,
+    operators: tuple[str, ...],
+    requirement: Callable[..., _R],
+) -> tuple[_R, ...]:
+    """``matchExpressions`` of a label or node selector."""
     expressions = []
     for item_path, item in _mappings(obj, "matchExpressions", path):
-        operator = _operator(item, item_path, NODE_SELECTOR_OPERATORS)
+        operator = _operator(item, item_path, operators)
         values = _str_tuple(item, "values", item_path)
         _check_values(operator, values, item_path)
         expressions.append(
-            NodeSelectorRequirement(
-                key=_required_str(item, "key", item_path), operator=operator, values=values
-            )
+            requirement(key=_required_str(item, "key", item_path), operator=operator, values=values)
         )
+    return tuple(expressions)
+
+
+def _node_selector_term(obj: Mapping[str, Any], path: str) -> NodeSelectorTerm:
+    expressions = _match_expressions(obj, path, NODE_SELECTOR_OPERATORS, NodeSelectorRequirement)
     fields = []
     for item_path, item in _mappings(obj, "matchFields", path):
         key = _required_str(item, "key", item_path)
@@ -388,7 +393,7 @@ def _node_selector_term(obj: Mapping[str, Any], path: str) -> NodeSelectorTerm:
                 join_path(item_path, "values"), "must have exactly one value for matchFields"
             )
         fields.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
-    return NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields))
+    return NodeSelectorTerm(match_expressions=expressions, match_fields=tuple(fields))
 
 
 def parse_node_affinity(obj: Mapping[str, Any], path: str) -> NodeAffinity:
@@ -403,19 +408,25 @@ def parse_node_affinity(obj: Mapping[str, Any], path: str) -> NodeAffinity:
                 join_path(selector_path, "nodeSelectorTerms"), "must have at least one term"
             )
         required = NodeSelector(terms=tuple(_node_selector_term(t, p) for p, t in terms))
-    preferred = []
+    preferred = tuple(
+        PreferredSchedulingTerm(weight=weight, preference=term)
+        for weight, term in _preferred(obj, path, "preference", _node_selector_term)
+    )
+    return NodeAffinity(required=required, preferred=preferred)
+
+
+def _preferred(
+    obj: Mapping[str, Any], path: str, field: str, parse: Callable[[Mapping[str, Any], str], _T]
+) -> list[tuple[int, _T]]:
+    """(weight, term) of each ``preferredDuringSchedulingIgnoredDuringExecution`` entry."""
+    result = []
     for item_path, item in _mappings(obj, "preferredDuringSchedulingIgnoredDuringExecution", path):
         weight = _int_in_range(item, "weight", item_path, 1, 100)
-        preference = _optional_mapping(item, "preference", item_path)
-        if preference is None:
-            raise FieldError(join_path(item_path, "preference"), "required")
-        preferred.append(
-            PreferredSchedulingTerm(
-                weight=weight,
-                preference=_node_selector_term(preference, join_path(item_path, "preference")),
-            )
-        )
-    return NodeAffinity(required=required, preferred=tuple(preferred))
+        term = _optional_mapping(item, field, item_path)
+        if term is None:
+            raise FieldError(join_path(item_path, field), "required")
+        result.append((weight, parse(term, join_path(item_path, field))))
+    return result
 
 
 def _pod_affinity_term(obj: Mapping[str, Any], path: str) -> PodAffinityTerm:
@@ -435,18 +446,11 @@ def _pod_affinity_terms(
     """(required, preferred) of a podAffinity or podAntiAffinity."""
     required_items = _mappings(obj, "requiredDuringSchedulingIgnoredDuringExecution", path)
     required = tuple(_pod_affinity_term(item, item_path) for item_path, item in required_items)
-    preferred = []
-    for item_path, item in _mappings(obj, "preferredDuringSchedulingIgnoredDuringExecution", path):
-        weight = _int_in_range(item, "weight", item_path, 1, 100)
-        term = _optional_mapping(item, "podAffinityTerm", item_path)
-        if term is None:
-            raise FieldError(join_path(item_path, "podAffinityTerm"), "required")
-        preferred.append(
-            WeightedPodAffinityTerm(
-                weight=weight, term=_pod_affinity_term(term, join_path(item_path, "podAffinityTerm"))
-            )
-        )
-    return required, tuple(preferred)
+    preferred = tuple(
+        WeightedPodAffinityTerm(weight=weight, term=term)
+        for weight, term in _preferred(obj, path, "podAffinityTerm", _pod_affinity_term)
+    )
+    return required, preferred
 
 
 def _affinity(spec: Mapping[str, Any]) -> Affinity | None:
@@ -652,7 +656,7 @@ def _check_totals(pod: Pod) -> None:
 # Parsing: nodes, namespaces
 
 
-def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
+def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> Node:
     spec = _mapping(obj, "spec", "")
     status = _mapping(obj, "status", "")
     capacity = _resource_map(status, "capacity", "status")
@@ -682,7 +686,7 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
     )
 
 
-def _namespace(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Namespace:
+def _namespace(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> Namespace:
     return Namespace(name=name, labels=_str_map(meta, "labels", "metadata"))
 
 
@@ -731,27 +735,29 @@ def pod_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Pod:
     ``origin`` (e.g. ``"document 3 of cluster.yaml"``) is added to error
     messages.
     """
-    meta, namespace, name, label = _metadata("Pod", obj, origin, namespaced=True)
-    try:
-        return _pod(obj, meta, namespace, name)
-    except FieldError as error:
-        raise ModelError(f"{label}: {error.path}: {error.message}") from None
+    return _decode("Pod", obj, origin, _pod)
 
 
 def node_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Node:
     """Build a Node from a v1 Node API object."""
-    meta, _, name, label = _metadata("Node", obj, origin, namespaced=False)
-    try:
-        return _node(obj, meta, name)
-    except FieldError as error:
-        raise ModelError(f"{label}: {error.path}: {error.message}") from None
+    return _decode("Node", obj, origin, _node)
 
 
 def namespace_from_dict(obj: Mapping[str, Any], *, origin: str = "") -> Namespace:
     """Build a Namespace from a v1 Namespace API object."""
-    meta, _, name, label = _metadata("Namespace", obj, origin, namespaced=False)
+    return _decode("Namespace", obj, origin, _namespace)
+
+
+def _decode(
+    kind: str,
+    obj: Mapping[str, Any],
+    origin: str,
+    build: Callable[[Mapping[str, Any], Mapping[str, Any], str, str], _T],
+) -> _T:
+    """``build(obj, metadata, namespace, name)``; a FieldError becomes a ModelError naming the object."""
+    meta, namespace, name, label = _metadata(kind, obj, origin, namespaced=kind == "Pod")
     try:
-        return _namespace(obj, meta, name)
+        return build(obj, meta, namespace, name)
     except FieldError as error:
         raise ModelError(f"{label}: {error.path}: {error.message}") from None
 

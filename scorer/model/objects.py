@@ -99,16 +99,20 @@ class LabelSelectorRequirement:
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        op = self.operator
-        if op == "In":
-            return self.key in labels and labels[self.key] in self.values
-        if op == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if op == "Exists":
-            return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
-        return False
+        return _set_based_match(self.key, self.operator, self.values, labels)
+
+
+def _set_based_match(key: str, op: str, values: tuple[str, ...], labels: Mapping[str, str]) -> bool:
+    """In, NotIn, Exists, DoesNotExist (kube's ``labels.Requirement``); False for other operators."""
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return False
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -147,14 +151,6 @@ class NodeSelectorRequirement:
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         op = self.operator
-        if op == "In":
-            return self.key in labels and labels[self.key] in self.values
-        if op == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if op == "Exists":
-            return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
         if op in ("Gt", "Lt"):
             if self.key not in labels or len(self.values) != 1:
                 return False
@@ -163,7 +159,7 @@ class NodeSelectorRequirement:
             if have is None or want is None:
                 return False
             return have > want if op == "Gt" else have < want
-        return False
+        return _set_based_match(self.key, op, self.values, labels)
 
 
 @attrs.frozen(slots=True, kw_only=True)
