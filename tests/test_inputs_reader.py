@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,31 @@ def test_text_that_is_not_utf8_names_the_byte(tmp_path: Path, content: bytes, me
 def test_a_device_stops_at_the_first_bad_byte() -> None:
     with pytest.raises(ReadError, match="^/dev/zero: not UTF-8 text: byte 0x00 .* at offset 0$"):
         read_text("/dev/zero", limits=LIMITS)
+
+
+def read_pipe(data: bytes) -> str:
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as stream:
+            stream.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        return read_text(f"/dev/fd/{read_end}", limits=LIMITS)
+    finally:
+        writer.join()
+        os.close(read_end)
+
+
+def test_a_pipe_is_read_in_chunks_that_may_split_a_character() -> None:
+    mib = 1 << 20
+    assert read_pipe(b"a" * (mib - 1) + "\u00e9: 1\n".encode()).endswith("\u00e9: 1\n")
+    with pytest.raises(ReadError, match=f"not UTF-8 text: byte 0xc3 at offset {mib - 1}$"):
+        read_pipe(b"a" * (mib - 1) + b"\xc3\x28")
+    with pytest.raises(ReadError, match="the text ends inside a character at offset 4$"):
+        read_pipe(b"abc\xc3")
 
 
 def test_missing_files_and_directories(tmp_path: Path) -> None:

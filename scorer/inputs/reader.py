@@ -189,7 +189,10 @@ def read_text(path: str | os.PathLike[str], *, limits: Limits) -> str:
             if stat.S_ISREG(info.st_mode):
                 if info.st_size > max_bytes:
                     raise ReadError(source, _too_large(max_bytes, info.st_size))
-                return _decode(stream.read(max_bytes + 1), source, max_bytes)
+                data = stream.read(info.st_size + 1)
+                if len(data) > info.st_size:  # grown since, or a /proc file (size 0)
+                    data += stream.read(max_bytes + 1 - len(data))
+                return _decode(data, source, max_bytes)
             return _read_stream(stream, source, max_bytes)
     except OSError as error:
         raise ReadError(source, f"cannot read: {error.strerror or error}") from None
@@ -278,8 +281,10 @@ def _read_stream(stream: Any, source: str, max_bytes: int) -> str:
         try:
             part = decoder.decode(chunk)
         except UnicodeDecodeError as error:
-            start = error.start if nul < 0 else min(error.start, nul)
-            raise ReadError(source, _not_utf8(chunk[start], offset + start)) from None
+            seen = error.object  # the bytes of a character split by the last chunk, then this one
+            base = offset - (len(seen) - len(chunk))
+            start = error.start if nul < 0 else min(error.start, nul + len(seen) - len(chunk))
+            raise ReadError(source, _not_utf8(seen[start], base + start)) from None
         if nul >= 0:
             raise ReadError(source, _not_utf8(0, offset + nul))
         parts.append(part)
@@ -289,7 +294,7 @@ def _read_stream(stream: Any, source: str, max_bytes: int) -> str:
     try:
         parts.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError:
-        raise ReadError(source, "not UTF-8 text: the text ends inside a character") from None
+        raise ReadError(source, f"not UTF-8 text: the text ends inside a character at offset {offset}") from None
     return "".join(parts).removeprefix("\ufeff")
 
 
