@@ -15,6 +15,22 @@ class InputError(ScorerError):
     """Bad user input: a config file, a manifest, an API object, a request."""
 
 
+class ReadError(InputError):
+    """A YAML or JSON input that cannot be read (``scorer.inputs.reader``):
+    missing, too large, not UTF-8, malformed, nested or aliased past a limit,
+    or with a duplicate key or a number that cannot be represented.
+
+    ``source`` names the input (a file name); ``detail`` is the message
+    without it, for callers that prefix the source themselves.
+    """
+
+    def __init__(self, source: str, detail: str, *, origin: str = "") -> None:
+        self.source = source
+        self.detail = detail
+        where = origin or source
+        super().__init__(f"{where}: {detail}" if where else detail)
+
+
 class QuantityError(InputError):
     """A Kubernetes resource quantity that cannot be parsed."""
 

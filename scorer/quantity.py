@@ -19,13 +19,14 @@ Kubernetes' ``MilliValue`` and ``Value`` do.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from fractions import Fraction
 from functools import lru_cache
 
 from scorer.errors import QuantityError
+from scorer.inputs.describe import describe_value, quote
+from scorer.inputs.numbers import INT64_MAX, INT64_MIN
 
 BINARY_SUFFIXES: dict[str, int] = {
     "Ki": 1 << 10,
@@ -48,10 +49,6 @@ DECIMAL_EXPONENTS: dict[str, int] = {
     "P": 15,
     "E": 18,
 }
-
-# Canonical values are stored in int64 arrays downstream.
-INT64_MAX = (1 << 63) - 1
-INT64_MIN = -(1 << 63)
 
 # Bounds that keep hostile input from costing huge integers; no real
 # quantity comes near them (int64 tops out at 9.2e18).
@@ -88,16 +85,18 @@ def parse_quantity(value: str | int | float) -> Fraction:
         return _parse_string(value)
     if isinstance(value, bool):  # bool is an int subclass; True is not a quantity
         raise QuantityError(
-            f'invalid quantity {value!r} (a boolean): expected a string like "500m" or a number'
+            f'invalid quantity {describe_value(value)}: expected a string like "500m" or a number'
         )
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"invalid quantity {value!r}: expected a finite number")
+            raise QuantityError(
+                f"invalid quantity {describe_value(value)}: expected a finite number"
+            )
         return _round_to_nano(Fraction(repr(value)))
     raise QuantityError(
-        f"invalid quantity {value!r} ({type(value).__name__}): "
+        f"invalid quantity {describe_value(value)}: "
         'expected a string like "500m" or "1Gi", or a number'
     )
 
@@ -115,17 +114,17 @@ def _decompose(text: str) -> tuple[int, int]:
     stripped = text.strip()
     if len(stripped) > _MAX_LENGTH:
         raise QuantityError(
-            f"invalid quantity {_quote(text[:40])}...: longer than {_MAX_LENGTH} characters"
+            f"invalid quantity {quote(text)}: longer than {_MAX_LENGTH} characters"
         )
     if not stripped:
-        raise QuantityError(f"invalid quantity {_quote(text)}: empty; {_EXPECTED}")
+        raise QuantityError(f"invalid quantity {quote(text)}: empty; {_EXPECTED}")
     match = _QUANTITY_RE.fullmatch(stripped)
     if match is None:
-        raise QuantityError(f"invalid quantity {_quote(text)}: {_EXPECTED}")
+        raise QuantityError(f"invalid quantity {quote(text)}: {_EXPECTED}")
     whole = match["whole"]
     frac = match["frac"] or ""
     if not whole and not frac:
-        raise QuantityError(f"invalid quantity {_quote(text)}: no digits; {_EXPECTED}")
+        raise QuantityError(f"invalid quantity {quote(text)}: no digits; {_EXPECTED}")
     mantissa = int(whole + frac)
     exponent = -len(frac)
     if match["binary"] is not None:
@@ -134,7 +133,7 @@ def _decompose(text: str) -> tuple[int, int]:
         power = int(match["exponent"])
         if abs(power) > _MAX_EXPONENT:
             raise QuantityError(
-                f"invalid quantity {_quote(text)}: exponent out of range "
+                f"invalid quantity {quote(text)}: exponent out of range "
                 f"(at most {_MAX_EXPONENT} in magnitude)"
             )
         exponent += power
@@ -151,10 +150,6 @@ def _round_to_nano(number: Fraction) -> Fraction:
     if scaled.denominator == 1:
         return number
     return Fraction(_round_away_from_zero(scaled), _NANO)
-
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def milli_value(q: Fraction) -> int:
@@ -211,7 +206,7 @@ def _canonical(is_cpu: bool, q: Fraction, original: object) -> int:
 
 def _checked(is_cpu: bool, result: int, original: object) -> int:
     if not INT64_MIN <= result <= INT64_MAX:
-        shown = _quote(original) if isinstance(original, str) else repr(original)
+        shown = quote(original)
         unit = "millicores" if is_cpu else "units"
         raise QuantityError(
             f"quantity {shown} out of range: beyond the int64 limit of {INT64_MAX} {unit}"

@@ -1108,12 +1108,16 @@ def test_json_file_with_duplicate_keys(tmp_path):
 @pytest.mark.parametrize(
     ("content", "name", "message"),
     [
-        (None, "missing.yaml", "config file not found"),
+        (None, "missing.yaml", "no such file"),
         ("", "empty.yaml", "the configuration is empty"),
-        ("a: [1", "broken.yaml", "invalid YAML: "),
-        ("{", "broken.json", "invalid JSON: "),
+        ("a: [1", "broken.yaml", "line 2, column 1: invalid YAML: "),
+        ("{", "broken.json", "line 1, column 2: invalid JSON: "),
         ("apiVersion: v1\n---\nkind: x\n", "two.yaml", "expected one YAML document, found 2"),
-        ("{1: 2, [a]: 3}", "keys.yaml", "invalid YAML: found a mapping key that is not a string"),
+        (
+            "{1: 2, [a]: 3}",
+            "keys.yaml",
+            "line 1, column 8: invalid YAML: found a mapping key that is not a string",
+        ),
     ],
 )
 def test_file_errors_name_the_file(tmp_path, content, name, message):
@@ -1132,7 +1136,7 @@ def test_file_errors_name_the_file(tmp_path, content, name, message):
 def test_directory_is_not_a_config(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path, CATALOG)
-    assert info.value.errors == [("", "is a directory, expected a config file")]
+    assert info.value.errors == [("", "is a directory, not a file")]
 
 
 def test_non_string_keys():

@@ -1164,9 +1164,9 @@ def test_object_from_dict_dispatches_on_kind() -> None:
         (
             {"kind": 3},
             "object: kind: required (a Kubernetes object such as Pod, Node or Namespace), "
-            "got an integer (3)",
+            "got integer 3",
         ),
-        ([pod_dict()], "object: expected a Kubernetes object, got a list"),
+        ([pod_dict()], "object: expected a Kubernetes object, got list"),
     ],
 )
 def test_object_from_dict_errors(obj: Any, message: str) -> None:
@@ -1349,7 +1349,7 @@ POD_ERRORS = [
         (*C0, "resources", "requests", "memory"),
         True,
         "spec.containers[0].resources.requests.memory",
-        "invalid quantity True",
+        "invalid quantity boolean true",
     ),
     (
         (*C0, "resources", "limits", "cpu"),
@@ -1361,22 +1361,22 @@ POD_ERRORS = [
         (*C0, "resources", "limits"),
         "1",
         "spec.containers[0].resources.limits",
-        "expected a mapping of resource name",
+        "expected a map of resource name",
     ),
-    ((*C0, "resources"), [], "spec.containers[0].resources", "expected a mapping, got a list"),
+    ((*C0, "resources"), [], "spec.containers[0].resources", "expected an object, got list"),
     ((*C0, "name"), DELETE, "spec.containers[0].name", "required"),
     (
         (*C0, "name"),
         7,
         "spec.containers[0].name",
-        "expected a string, got an integer (7) (quote it in YAML)",
+        "expected a string, got integer 7 (quote it in YAML)",
     ),
-    ((*C0, "image"), ["x"], "spec.containers[0].image", "expected a string, got a list"),
+    ((*C0, "image"), ["x"], "spec.containers[0].image", "expected a string, got list"),
     (
         (*C0, "restartPolicy"),
         {},
         "spec.containers[0].restartPolicy",
-        "expected a string, got a mapping",
+        "expected a string, got object",
     ),
     (
         (*C0, "ports", 0, "containerPort"),
@@ -1394,7 +1394,7 @@ POD_ERRORS = [
         (*C0, "ports", 0, "containerPort"),
         "80",
         "spec.containers[0].ports[0].containerPort",
-        "expected an integer, got a string",
+        "expected an integer, got string",
     ),
     ((*C0, "ports", 0, "hostPort"), -1, "spec.containers[0].ports[0].hostPort", "out of range"),
     (
@@ -1407,10 +1407,10 @@ POD_ERRORS = [
         (*C0, "ports"),
         {"containerPort": 80},
         "spec.containers[0].ports",
-        "expected a list, got a mapping",
+        "expected a list, got object",
     ),
-    (("spec", "containers"), "nginx", "spec.containers", 'expected a list, got a string ("nginx")'),
-    (("spec", "containers", 0), ["x"], "spec.containers[0]", "expected a mapping, got a list"),
+    (("spec", "containers"), "nginx", "spec.containers", 'expected a list, got string "nginx"'),
+    (("spec", "containers", 0), ["x"], "spec.containers[0]", "expected an object, got list"),
     (
         ("spec", "initContainers", 0, "resources", "requests", "cpu"),
         "x",
@@ -1424,37 +1424,37 @@ POD_ERRORS = [
         "spec.resources.requests.nvidia.com/gpu",
         "pod-level resources support only cpu, memory and hugepages-*",
     ),
-    (("spec", "priority"), "5", "spec.priority", 'expected an integer, got a string ("5")'),
-    (("spec", "priority"), True, "spec.priority", "expected an integer, got a boolean (true)"),
-    (("spec", "priority"), 1.5, "spec.priority", "expected an integer, got a number (1.5)"),
+    (("spec", "priority"), "5", "spec.priority", 'expected an integer, got string "5"'),
+    (("spec", "priority"), True, "spec.priority", "expected an integer, got boolean true"),
+    (("spec", "priority"), 1.5, "spec.priority", "expected an integer, got number 1.5"),
     (("spec", "hostNetwork"), "true", "spec.hostNetwork", "expected a boolean (true or false)"),
     (("spec", "schedulerName"), 1, "spec.schedulerName", "expected a string"),
-    (("spec", "nodeName"), ["n1"], "spec.nodeName", "expected a string, got a list"),
-    (("spec", "nodeSelector"), "disk=ssd", "spec.nodeSelector", "expected a mapping of strings"),
+    (("spec", "nodeName"), ["n1"], "spec.nodeName", "expected a string, got list"),
+    (("spec", "nodeSelector"), "disk=ssd", "spec.nodeSelector", "expected a map of strings"),
     (
         ("spec", "nodeSelector", "disk"),
         1,
         "spec.nodeSelector.disk",
-        "expected a string, got an integer (1)",
+        "expected a string, got integer 1",
     ),
     (("spec", "schedulingGates", 0, "name"), DELETE, "spec.schedulingGates[0].name", "required"),
     (
         ("spec", "schedulingGates"),
         ["gate"],
         "spec.schedulingGates[0]",
-        "expected a mapping, got a string",
+        "expected an object, got string",
     ),
     (
         ("metadata", "labels"),
         ["app"],
         "metadata.labels",
-        "expected a mapping of strings, got a list",
+        "expected a map of strings, got list",
     ),
     (
         ("metadata", "labels", "app"),
         True,
         "metadata.labels.app",
-        "expected a string, got a boolean (true) (quote it in YAML)",
+        "expected a string, got boolean true (quote it in YAML)",
     ),
     (("metadata", "annotations", "a"), 5, "metadata.annotations.a", "expected a string"),
     (("metadata", "uid"), 5, "metadata.uid", "expected a string"),
@@ -1473,8 +1473,8 @@ POD_ERRORS = [
         "expected a boolean",
     ),
     (("status", "phase"), 3, "status.phase", "expected a string"),
-    (("status",), "Running", "status", "expected a mapping"),
-    (("spec",), [], "spec", "expected a mapping, got a list"),
+    (("status",), "Running", "status", "expected an object"),
+    (("spec",), [], "spec", "expected an object, got list"),
     # tolerations
     (
         (*TOL, "operator"),
@@ -1496,9 +1496,9 @@ POD_ERRORS = [
         "spec.tolerations[0].tolerationSeconds",
         "expected an integer",
     ),
-    (("spec", "tolerations"), {"key": "k"}, "spec.tolerations", "expected a list, got a mapping"),
+    (("spec", "tolerations"), {"key": "k"}, "spec.tolerations", "expected a list, got object"),
     # node affinity
-    (NA, [], "spec.affinity.nodeAffinity", "expected a mapping, got a list"),
+    (NA, [], "spec.affinity.nodeAffinity", "expected an object, got list"),
     (
         (*NA, "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"),
         [],
@@ -1528,7 +1528,7 @@ POD_ERRORS = [
         (*NA_EXPR, "values"),
         [1],
         f"{NA_TERM_PATH}.matchExpressions[0].values[0]",
-        "expected a string, got an integer (1)",
+        "expected a string, got integer 1",
     ),
     ((*NA_EXPR, "key"), DELETE, f"{NA_TERM_PATH}.matchExpressions[0].key", "required"),
     (
@@ -1590,7 +1590,7 @@ POD_ERRORS = [
         (*PA_TERM, "labelSelector"),
         "app=db",
         "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
-        "expected a mapping",
+        "expected an object",
     ),
     (
         (*PA_TERM, "labelSelector", "matchLabels", "app"),
@@ -1701,19 +1701,19 @@ def test_node_selector_value_rules(operator: str, values: list[str], reason: str
         ({"metadata": {}}, "Pod: metadata.name: required"),
         ({}, "Pod: metadata.name: required"),
         ({"metadata": {"name": ""}}, "Pod: metadata.name: required"),
-        ({"metadata": "web"}, 'Pod: metadata: expected a mapping, got a string ("web")'),
-        ({"metadata": {"name": 5}}, "Pod: metadata.name: expected a string, got an integer (5)"),
+        ({"metadata": "web"}, 'Pod: metadata: expected an object, got string "web"'),
+        ({"metadata": {"name": 5}}, "Pod: metadata.name: expected a string, got integer 5"),
         (
             {"metadata": {"name": "web", "namespace": 5}},
             "Pod web: metadata.namespace: expected a string",
         ),
         (
             {"kind": "Node", "metadata": {"name": "n"}},
-            'Pod n: kind: expected Pod, got a string ("Node")',
+            'Pod default/n: kind: expected Pod, got string "Node"',
         ),
-        (["web"], "Pod: expected a Pod object (a mapping), got a list"),
-        ("web", 'Pod: expected a Pod object (a mapping), got a string ("web")'),
-        (None, "Pod: expected a Pod object (a mapping), got null"),
+        (["web"], "Pod: expected a Pod object, got list"),
+        ("web", 'Pod: expected a Pod object, got string "web"'),
+        (None, "Pod: expected a Pod object, got null"),
     ],
 )
 def test_pod_metadata_errors(obj: Any, message: str) -> None:
@@ -1733,7 +1733,7 @@ def test_origin_is_named_in_errors() -> None:
 
 NODE_ERRORS = [
     (("status", "capacity", "cpu"), "four", "status.capacity.cpu", 'invalid quantity "four"'),
-    (("status", "allocatable"), [], "status.allocatable", "expected a mapping of resource name"),
+    (("status", "allocatable"), [], "status.allocatable", "expected a map of resource name"),
     (
         ("status", "allocatable", "memory"),
         "-5",
@@ -1744,7 +1744,7 @@ NODE_ERRORS = [
         ("status", "capacity", 1),
         "1",
         "status.capacity",
-        "expected resource names as keys, got an integer (1)",
+        "expected resource names as keys, got integer 1",
     ),
     (
         ("spec", "taints"),
@@ -1780,7 +1780,7 @@ NODE_ERRORS = [
         "status.addresses[0].address",
         "expected a string",
     ),
-    (("metadata", "labels"), ["zone"], "metadata.labels", "expected a mapping of strings"),
+    (("metadata", "labels"), ["zone"], "metadata.labels", "expected a map of strings"),
 ]
 
 
@@ -1805,7 +1805,7 @@ def test_node_errors_name_object_and_field(
         ({"metadata": {}}, "Namespace: metadata.name: required"),
         (
             {"kind": "Pod", "metadata": {"name": "x"}},
-            'Namespace x: kind: expected Namespace, got a string ("Pod")',
+            'Namespace x: kind: expected Namespace, got string "Pod"',
         ),
     ],
 )
@@ -1949,10 +1949,6 @@ metadata:
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: api}
----
-apiVersion: metrics.k8s.io/v1beta1
-kind: Pod
-metadata: {name: fake, namespace: shop}
 """
 
 
@@ -1967,7 +1963,10 @@ def test_load_multi_document_yaml() -> None:
     assert pod.key == "shop/web"
     assert pod.requests == {"cpu": 500, "memory": 1000}
     assert pod.creation_timestamp == "2024-01-02T03:04:05Z"
-    assert loaded.skipped == ["Service shop/web", "Deployment api", "Pod shop/fake"]
+    assert loaded.skipped == ["Service shop/web", "Deployment api"]
+    assert loaded.warnings == [
+        "cluster.yaml: skipped 2 objects of kinds scorer does not read: 1 Service, 1 Deployment"
+    ]
 
 
 def test_load_json_list() -> None:
@@ -2036,12 +2035,12 @@ def test_load_flow_style_yaml_that_is_not_json() -> None:
         (
             "kind: Namespace\nmetadata: {name: a}\n---\n- a\n- b\n",
             "document 2 of cluster.yaml: expected a Kubernetes object (a mapping with apiVersion "
-            "and kind), got a list",
+            "and kind), got list",
         ),
         (
             "just text\n",
             "document 1 of cluster.yaml: expected a Kubernetes object "
-            '(a mapping with apiVersion and kind), got a string ("just text")',
+            '(a mapping with apiVersion and kind), got string "just text"',
         ),
         ("---\nmetadata: {name: x}\n", "object x (document 1 of cluster.yaml): kind: required"),
         (
@@ -2050,7 +2049,7 @@ def test_load_flow_style_yaml_that_is_not_json() -> None:
         ),
         (
             "kind: List\nitems: {a: 1}\n",
-            "List (document 1 of cluster.yaml): items: expected a list, got a mapping",
+            "List (document 1 of cluster.yaml): items: expected a list, got object",
         ),
         (
             "kind: List\nitems:\n- 5\n",
@@ -2065,7 +2064,7 @@ def test_load_flow_style_yaml_that_is_not_json() -> None:
             "kind: Pod\nmetadata: {name: web, labels: {enabled: true}}\n",
             "Pod default/web (document 1 of cluster.yaml): metadata.labels.enabled: "
             "expected a string, "
-            "got a boolean (true) (quote it in YAML)",
+            "got boolean true (quote it in YAML)",
         ),
         (
             "kind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n"
@@ -2104,9 +2103,230 @@ def test_load_file_errors_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     with pytest.raises(ModelError, match=r"nope\.yaml: no such file"):
         load_file(missing)
-    with pytest.raises(ModelError, match=r": cannot read: "):
+    with pytest.raises(ModelError, match=r": is a directory, not a file$"):
         load_file(tmp_path)
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(b"kind: Pod\n\xff\xfe")
     with pytest.raises(ModelError, match=r"bin\.yaml: not UTF-8 text"):
         load_file(binary)
+
+
+# --------------------------------------------------------------------------
+# Whole cluster files: what is refused, what is reported (issue 7)
+
+
+def documents(*objects: dict[str, Any]) -> str:
+    return "\n---\n".join(json.dumps(obj) for obj in objects)
+
+
+def memory_pod(name: str, memory: str, node_name: str = "n1", **spec: Any) -> dict[str, Any]:
+    return pod_dict(name, containers=[container(requests={"memory": memory})], nodeName=node_name, **spec)
+
+
+def test_per_node_totals_beyond_int64_are_refused_naming_the_pod() -> None:
+    # Three 4Ei pods on one node wrapped to a negative total (an empty-looking node) before.
+    text = documents(node_dict("n1"), memory_pod("a", "4Ei"), memory_pod("b", "4Ei"), memory_pod("c", "4Ei"))
+    with pytest.raises(ModelError) as info:
+        load_objects(text, "cluster.yaml")
+    assert str(info.value) == (
+        "Pod default/b (document 3 of cluster.yaml): spec.containers[*].resources.requests.memory: "
+        f'with this pod, the pods bound to node "n1" request {1 << 63} in total, '
+        "beyond the int64 limit of 9223372036854775807"
+    )
+
+
+def test_per_node_totals_count_only_pods_that_hold_resources() -> None:
+    done = {"status": {"phase": "Succeeded"}}
+    text = documents(
+        node_dict("n1"),
+        memory_pod("a", "4Ei"),
+        {**memory_pod("b", "4Ei"), **done},
+        memory_pod("c", "4Ei", node_name="n2"),  # on another node
+        memory_pod("d", "4Ei", node_name=""),  # pending
+    )
+    loaded = load_objects(text, "cluster.yaml")
+    assert len(loaded.pods) == 4
+
+
+def test_a_pod_whose_own_requests_add_up_beyond_int64_is_refused() -> None:
+    containers = [container("a", {"memory": "6Ei"}), container("b", {"memory": "6Ei"})]
+    with pytest.raises(ModelError) as info:
+        pod_from_dict(pod_dict("big", containers=containers))
+    assert str(info.value) == (
+        "Pod default/big: spec: the memory requests of the containers, init containers and overhead "
+        f"add up to {12 * (1 << 60)}, beyond the int64 limit of 9223372036854775807"
+    )
+
+
+def test_a_single_quantity_beyond_int64_is_refused() -> None:
+    with pytest.raises(ModelError, match=r"requests\.memory: quantity \"9Ei\" out of range"):
+        pod_from_dict(pod_dict(containers=[container(requests={"memory": "9Ei"})]))
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        (10**30, f"{10**30} out of range, expected an integer from 0 to 9007199254740992"),
+        ((1 << 53) + 1, f"{(1 << 53) + 1} out of range, expected an integer from 0 to 9007199254740992"),
+        (-1, "-1 out of range, expected an integer from 0 to 9007199254740992"),
+    ],
+)
+def test_image_sizes_beyond_the_columns_are_refused_at_load(size: int, message: str) -> None:
+    # Before, such a size failed every pod at Score time.
+    obj = node_dict("n1", images=[{"names": ["a:1"], "sizeBytes": 5}, {"names": ["b:1"], "sizeBytes": size}])
+    with pytest.raises(ModelError) as info:
+        load_objects(documents(obj), "cluster.yaml")
+    assert str(info.value).startswith(
+        f"Node n1 (document 1 of cluster.yaml): status.images[1].sizeBytes: {message}"
+    )
+    assert node_from_dict(node_dict("n1", images=[{"names": ["a:1"], "sizeBytes": 1 << 53}])).images
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("priority", 1 << 31, f"spec.priority: {1 << 31} out of range, expected an integer from -2147483648"),
+        ("priority", 10**40, "spec.priority: 10000000000000000000000000000000000000000 out of range"),
+        (
+            "tolerations",
+            [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 1 << 63}],
+            "spec.tolerations[0].tolerationSeconds: 9223372036854775808 out of range",
+        ),
+    ],
+)
+def test_integers_must_fit_the_api_types(field: str, value: Any, message: str) -> None:
+    with pytest.raises(ModelError) as info:
+        pod_from_dict(pod_dict(**{field: value}))
+    assert message in str(info.value)
+
+
+def test_kinds_scorer_does_not_read_are_counted_in_one_warning() -> None:
+    text = documents(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "b"}},
+        {"apiVersion": "scorer.dev/v1alpha1", "kind": "MetricsSnapshot", "metrics": {}},
+        node_dict("n1"),
+    )
+    loaded = load_objects(text, "cluster.yaml")
+    assert loaded.warnings == [
+        "cluster.yaml: skipped 3 objects of kinds scorer does not read: 2 Deployment, 1 ConfigMap"
+    ]
+    assert loaded.skipped == ["Deployment a", "ConfigMap x/c", "Deployment b"]
+    # The MetricsSnapshot is not "unknown": it waits in others for the snapshot reader.
+    assert [(d.number, d.data["kind"]) for d in loaded.others] == [
+        (1, "Deployment"), (2, "ConfigMap"), (3, "Deployment"), (4, "MetricsSnapshot")
+    ]
+
+
+def test_list_items_keep_their_document_and_index() -> None:
+    text = json.dumps({"kind": "List", "items": [node_dict("n1"), {"kind": "Secret", "metadata": {}}]})
+    (other,) = load_objects("---\n" + text, "all.json").others
+    assert other.origin == "document 1 of all.json, items[1]"
+    assert other.data == {"kind": "Secret", "metadata": {}}
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (
+            {"apiVersion": "v2", "kind": "Pod", "metadata": {"name": "web"}},
+            'Pod default/web (document 2 of cluster.yaml): apiVersion: expected "v1" '
+            '(the only version of Pod), got string "v2"',
+        ),
+        (
+            {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "Node", "metadata": {"name": "n2"}},
+            'Node n2 (document 2 of cluster.yaml): apiVersion: expected "v1"',
+        ),
+        (
+            {"apiVersion": "v1", "kind": "pod", "metadata": {"name": "web"}},
+            'pod web (document 2 of cluster.yaml): kind: unknown kind "pod", did you mean "Pod"?',
+        ),
+        ({"kind": "Pods", "metadata": {"name": "w"}}, 'kind: unknown kind "Pods", did you mean "Pod"?'),
+        (
+            {"kind": "NAMESPACE"},
+            '(document 2 of cluster.yaml): kind: unknown kind "NAMESPACE", did you mean "Namespace"?',
+        ),
+        ({"kind": "nodelist", "items": []}, 'did you mean "NodeList"?'),
+        (
+            {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+            "KubeSchedulerConfiguration (document 2 of cluster.yaml): a scheduler configuration is "
+            "not a cluster object; give it with --config",
+        ),
+    ],
+)
+def test_objects_that_would_vanish_are_errors(obj: dict[str, Any], message: str) -> None:
+    with pytest.raises(ModelError) as info:
+        load_objects(documents(node_dict("n1"), obj), "cluster.yaml")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "label"),
+    [
+        (node_dict("n1"), node_dict("n1"), "Node n1"),
+        (pod_dict("web", "shop"), pod_dict("web", "shop"), "Pod shop/web"),
+        (pod_dict("web", None), pod_dict("web", "default"), "Pod default/web"),
+        (
+            {"kind": "Namespace", "metadata": {"name": "a"}},
+            {"kind": "Namespace", "metadata": {"name": "a", "labels": {"x": "y"}}},
+            "Namespace a",
+        ),
+    ],
+)
+def test_two_objects_with_one_name_are_an_error(first: dict[str, Any], second: dict[str, Any], label: str) -> None:
+    text = documents(first, {"kind": "ConfigMap", "metadata": {"name": "x"}}, second)
+    with pytest.raises(ModelError) as info:
+        load_objects(text, "cluster.yaml")
+    assert str(info.value) == (
+        f"{label} (document 3 of cluster.yaml): defined twice, first in document 1 of cluster.yaml"
+    )
+
+
+def test_same_pod_name_in_two_namespaces_is_fine() -> None:
+    loaded = load_objects(documents(pod_dict("web", "a"), pod_dict("web", "b")))
+    assert [p.key for p in loaded.pods] == ["a/web", "b/web"]
+
+
+def test_pods_bound_to_missing_nodes_are_warned_about() -> None:
+    done = {"status": {"phase": "Failed"}}
+    text = documents(
+        node_dict("n1"),
+        memory_pod("a", "1Gi", node_name="n1"),
+        memory_pod("b", "1Gi", node_name="gone"),
+        {**memory_pod("c", "1Gi", node_name="gone"), **done},  # terminal: holds nothing
+    )
+    loaded = load_objects(text, "cluster.yaml")
+    assert [p.name for p in loaded.pods] == ["a", "b", "c"]  # kube keeps them
+    assert loaded.warnings == [
+        'Pod default/b (document 3 of cluster.yaml): spec.nodeName "gone" names no Node of '
+        "cluster.yaml; the pod counts toward no node"
+    ]
+
+
+def test_many_pods_bound_to_missing_nodes_are_summarized() -> None:
+    text = documents(*(memory_pod(f"p{i}", "1Gi", node_name=f"gone-{i}") for i in range(8)))
+    warnings = load_objects(text, "pods.yaml").warnings
+    assert len(warnings) == 6
+    assert warnings[-1] == "pods.yaml: 3 more pods are bound to nodes that are not in it; they count toward no node"
+
+
+def test_names_with_control_characters_are_escaped_in_messages() -> None:
+    bad = {"kind": "Pod", "metadata": {"name": "web\n\x1b[2Jfake", "labels": {"a\nb": 1}}}
+    with pytest.raises(ModelError) as info:
+        load_objects(documents(bad), "c.yaml")
+    assert str(info.value) == (
+        "Pod default/web\\n\\x1b[2Jfake (document 1 of c.yaml): metadata.labels.a\\nb: "
+        "expected a string, got integer 1 (quote it in YAML)"
+    )
+
+
+def test_cluster_files_are_read_strictly(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("kind: Node\nmetadata:\n  name: n1\n  labels: {a: x}\n  name: n2\n")
+    with pytest.raises(ModelError) as info:
+        load_file(path)
+    assert str(info.value) == f'document 1 of {path}: metadata.name: duplicate field "name" (again at line 5)'
+    path.write_text('{"kind": "Node", "metadata": {"name": "n1"}, "status": {"capacity": {"cpu": NaN}}}')
+    with pytest.raises(ModelError, match=r"status\.capacity\.cpu: expected a finite number, got number nan$"):
+        load_file(path)

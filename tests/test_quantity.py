@@ -7,7 +7,7 @@ import re
 from fractions import Fraction
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scorer.errors import InputError, QuantityError
@@ -198,16 +198,16 @@ def test_error_is_an_input_error() -> None:
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        (True, "True"),
-        (False, "False"),
-        (None, "None"),
-        ([1], "[1]"),
-        ({"a": 1}, "{'a': 1}"),
-        (b"1", "b'1'"),
-        (Fraction(1, 2), "Fraction(1, 2)"),
-        (float("nan"), "nan"),
-        (float("inf"), "inf"),
-        (float("-inf"), "-inf"),
+        (True, "boolean true"),
+        (False, "boolean false"),
+        (None, "null"),
+        ([1], "list"),
+        ({"a": 1}, "object"),
+        (b"1", "bytes"),
+        (Fraction(1, 2), "Fraction"),
+        (float("nan"), "number nan"),
+        (float("inf"), "number inf"),
+        (float("-inf"), "number -inf"),
     ],
 )
 def test_parse_rejects_other_types(value: object, shown: str) -> None:
@@ -467,3 +467,33 @@ def test_non_quantity_types_raise_quantity_error(value: object) -> None:
         parse_quantity(value)  # type: ignore[arg-type]
     with pytest.raises(QuantityError):
         resource_value("memory", value)  # type: ignore[arg-type]
+
+
+hostile_quantities = st.one_of(
+    st.text(),
+    st.text(alphabet=quantity_alphabet, max_size=300),
+    st.builds(
+        "{}{}e{}{}".format,
+        st.sampled_from(["", "-", "+"]),
+        st.text(alphabet="0123456789", min_size=1, max_size=300),
+        st.sampled_from(["", "+", "-"]),
+        st.integers(0, 10**30),
+    ),
+    st.integers(0, 5000).map(lambda n: "9" * n + "Ei"),
+    st.integers(),
+    st.integers(300, 5000).map(lambda n: 10**n),
+    st.floats(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=hostile_quantities, resource=st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]))
+def test_any_input_gives_a_value_or_a_one_line_quantity_error(value: object, resource: str) -> None:
+    """Huge exponents, thousands of digits, control characters: an int64 value or a QuantityError."""
+    try:
+        result = resource_value(resource, value)  # type: ignore[arg-type]
+    except QuantityError as error:
+        text = str(error)
+        assert "\n" not in text and "\x1b" not in text and len(text) < 600
+    else:
+        assert -(2**63) <= result < 2**63

@@ -124,14 +124,14 @@ def test_snapshot_documents_merge_and_ages(tmp_path):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("kind: MetricsSnapshot\nmetrics: [1]\n",
-     "metrics: expected a mapping of metric name to per-node values, got a list"),
+     "metrics: expected a map of metric name to per-node values, got list"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: high}}\n", "metrics.cpu.n1: expected a finite number"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: .inf}}\n", "metrics.cpu.n1: expected a finite number"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, age: soon}}}\n", "metrics.cpu.n1.age"),
     ("kind: MetricsSnapshot\nmetrics: {cpu: {n1: {value: 1, when: 2}}}\n", "metrics.cpu.n1.when: unknown field"),
     ("kind: MetricsSnapshot\nmetric: {}\n", "metric: unknown field"),
     ("kind: Pod\n", "no document of kind MetricsSnapshot"),
-    ("kind: [\n", "not valid YAML/JSON"),
+    ("kind: [\n", "bad.yaml: line 2, column 1: invalid YAML: "),
 ])
 def test_snapshot_errors_name_the_field(tmp_path, text, message):
     path = tmp_path / "bad.yaml"

@@ -65,11 +65,14 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from scorer.config.validation import join_path, quote
 from scorer.errors import ConfigError
+from scorer.inputs.describe import describe_value, join_path, quote
 from scorer.inputs.duration import format_duration, parse_duration
 
 T = TypeVar("T")
+
+# The one value describer of scorer, under the name config modules import.
+describe = describe_value
 
 _FAILED: Any = object()  # sentinel: conversion failed, the error is recorded
 _INT_BITS = 64
@@ -144,25 +147,6 @@ def plain(data: Any) -> Any:
     return data
 
 
-def describe(value: Any) -> str:
-    """How a decoded value is named in a type error: ``string "16"``, ``integer 3``, ``object``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {quote(value)}"
-    if isinstance(value, int):
-        return f"integer {value}"
-    if isinstance(value, float):
-        return f"number {value!r}"
-    if isinstance(value, str):
-        return f"string {quote(value)}"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "list"
-    return type(value).__name__
-
-
 def _default_is_empty(attribute: attrs.Attribute) -> bool:  # type: ignore[type-arg]
     default: Any = attribute.default
     if default is attrs.NOTHING:
@@ -199,18 +183,18 @@ class _Converter:
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
-            return self.fail(path, f"expected an object, got {describe(data)}")
+            return self.fail(path, f"expected an object, got {describe_value(data)}")
         fields = _fields_of(cls)
         kwargs: dict[str, Any] = {}
         failures_before = self.failures
         for key, raw in data.items():
             if not isinstance(key, str):
-                self.fail(path, f"keys must be strings, got {describe(key)}")
+                self.fail(path, f"keys must be strings, got {describe_value(key)}")
                 continue
             key_path = join_path(path, key)
             if kind is not None and key in _HEADER_KEYS:
                 if not isinstance(raw, str):
-                    self.fail(key_path, f"expected a string, got {describe(raw)}")
+                    self.fail(key_path, f"expected a string, got {describe_value(raw)}")
                 elif key == "kind" and raw != kind:
                     self.fail(key_path, f"expected {quote(kind)}, got {quote(raw)}")
                 continue
@@ -265,7 +249,7 @@ class _Converter:
             if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
                 raise TypeError(f"{path}: only tuple[X, ...] is supported ({tp})")
             if not isinstance(data, list):
-                return self.fail(path, f"expected a list, got {describe(data)}")
+                return self.fail(path, f"expected a list, got {describe_value(data)}")
             item_type = args[0] if args else Any
             items = [self.value(item_type, item, f"{path}[{i}]", {}) for i, item in enumerate(data)]
             if any(item is _FAILED for item in items):
@@ -276,11 +260,11 @@ class _Converter:
             if key_type is not str:
                 raise TypeError(f"{path}: only str keys are supported ({tp})")
             if not isinstance(data, Mapping):
-                return self.fail(path, f"expected an object, got {describe(data)}")
+                return self.fail(path, f"expected an object, got {describe_value(data)}")
             out = {}
             for key, item in data.items():
                 if not isinstance(key, str):
-                    return self.fail(path, f"keys must be strings, got {describe(key)}")
+                    return self.fail(path, f"keys must be strings, got {describe_value(key)}")
                 out[key] = self.value(item_type, item, join_path(path, key), {})
             if any(item is _FAILED for item in out.values()):
                 return _FAILED
@@ -301,26 +285,26 @@ class _Converter:
         if tp is bool:
             if isinstance(data, bool):
                 return data
-            return self.fail(path, f"expected a boolean, got {describe(data)}")
+            return self.fail(path, f"expected a boolean, got {describe_value(data)}")
         if tp is int:
             if not isinstance(data, int) or isinstance(data, bool):
-                return self.fail(path, f"expected an integer, got {describe(data)}")
+                return self.fail(path, f"expected an integer, got {describe_value(data)}")
             bits = metadata.get("bits", _INT_BITS)
             if not -(2 ** (bits - 1)) <= data < 2 ** (bits - 1):
                 return self.fail(path, f"must fit in a {bits}-bit integer, got {data}")
             return data
         if tp is float:
             if isinstance(data, bool) or not isinstance(data, (int, float)):
-                return self.fail(path, f"expected a number, got {describe(data)}")
+                return self.fail(path, f"expected a number, got {describe_value(data)}")
             return float(data)
         if tp is str:
             if isinstance(data, str):
                 return data
-            return self.fail(path, f"expected a string, got {describe(data)}")
+            return self.fail(path, f"expected a string, got {describe_value(data)}")
         if tp is timedelta:
             if not isinstance(data, str):
                 return self.fail(
-                    path, f'expected a duration string such as "1m30s", got {describe(data)}'
+                    path, f'expected a duration string such as "1m30s", got {describe_value(data)}'
                 )
             try:
                 return parse_duration(data)
@@ -330,7 +314,7 @@ class _Converter:
                 )
         if tp is bytes:
             if not isinstance(data, str):
-                return self.fail(path, f"expected a base64 string, got {describe(data)}")
+                return self.fail(path, f"expected a base64 string, got {describe_value(data)}")
             try:
                 return base64.b64decode(re.sub(r"\s+", "", data), validate=True)
             except (binascii.Error, ValueError):

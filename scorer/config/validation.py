@@ -8,21 +8,16 @@ from __future__ import annotations
 
 import re
 
+from scorer.inputs.describe import join_path, quote
+
+__all__ = ["extended_resource_name_errors", "join_path", "qualified_name_errors", "quote"]
+
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 _NAME_MAX = 63
 _PREFIX_MAX = 253
-
-
-def join_path(path: str, child: str) -> str:
-    """``join_path("a.b", "c") == "a.b.c"``; ``join_path("a", "[0]") == "a[0]"``; "" is the root."""
-    if not child:
-        return path
-    if not path or child.startswith("["):
-        return f"{path}{child}"
-    return f"{path}.{child}"
 
 
 def qualified_name_errors(value: str) -> list[str]:
@@ -70,14 +65,3 @@ def extended_resource_name_errors(value: str) -> list[str]:
     if native or value.startswith("requests.") or qualified_name_errors("requests." + value):
         return ["is an invalid extended resource name"]
     return []
-
-
-def quote(value: object) -> str:
-    """Go's ``%q``-like rendering of a value inside a message."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    return repr(value)

@@ -1,4 +1,11 @@
 """Reading what users give scorer: files and the values inside them.
 
-The lowest layer of scorer: it imports nothing else of scorer but ``scorer.errors``.
+- ``reader``: the one guarded reader of YAML and JSON inputs (limits,
+  strictness, UTF-8), used for cluster files, configurations and snapshots.
+- ``describe``: how values and field paths are named in error messages.
+- ``numbers``: the API's integer ranges and Go's integer parsing.
+- ``duration``: Go duration strings.
+
+The lowest layer of scorer, with ``scorer.errors`` and ``scorer.quantity``:
+it imports nothing else of scorer.
 """

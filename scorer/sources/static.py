@@ -12,8 +12,18 @@ bench, so metric-driven plugins run without Prometheus::
         node-b: {value: 3.5e7, age: 5m}     # sampled 5 minutes before loading
         node-c: null                        # no data for this node
 
+``apiVersion`` may be omitted; any other version than ``scorer.dev/v1alpha1``
+is an error. Metric and node names are strings; a value is a finite number
+of at least 0 (or such a number as a string: YAML reads ``1.2e6`` as text),
+or null for "no data"; ``age`` is a duration (``30s``, ``5m``) or a number of
+seconds. Files go through scorer's one guarded reader, so a repeated key, a
+non-finite number, binary text or deep nesting is an error naming the file,
+the document and the field.
+
 A metric the snapshot does not name has no data for any node (the plugins'
 ``onMissing`` policy applies); so does a node a metric does not list.
+``MetricsSnapshot.unknown_nodes`` lists the node names of a snapshot that
+match no node of a cluster, for the caller to warn about.
 """
 
 from __future__ import annotations
@@ -23,13 +33,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-import yaml
 
 from scorer.errors import InputError
+from scorer.inputs.describe import describe_value, join_path, printable, quote
 from scorer.inputs.duration import parse_duration
-from scorer.model import describe_value
+from scorer.inputs.reader import SNAPSHOT_LIMITS, Document, read_documents
 from scorer.sources.source import StaticSource
 
+API_VERSION = "scorer.dev/v1alpha1"
 KIND = "MetricsSnapshot"
 
 
@@ -51,31 +62,55 @@ class MetricsSnapshot:
             metrics.setdefault(name, {}).update(nodes)
         return MetricsSnapshot(metrics, f"{self.origin} + {other.origin}")
 
+    def unknown_nodes(self, node_names: Iterable[str]) -> list[str]:
+        """One warning per metric whose values name nodes that are not in
+        ``node_names`` (a typo, or a snapshot of another cluster)."""
+        known = set(node_names)
+        warnings = []
+        for metric, values in self.metrics.items():
+            unknown = sorted(node for node in values if node not in known)
+            if not unknown:
+                continue
+            shown = ", ".join(quote(node) for node in unknown[:_LISTED_NODES])
+            if len(unknown) > _LISTED_NODES:
+                shown += f" and {len(unknown) - _LISTED_NODES} more"
+            warnings.append(
+                f"{self.origin}: metrics.{printable(metric)}: {len(unknown)} of its nodes "
+                f"match no node of the cluster: {shown}"
+            )
+        return warnings
+
+
+_LISTED_NODES = 5
+
 
 def is_snapshot_document(document: Any) -> bool:
     return isinstance(document, Mapping) and document.get("kind") == KIND
 
 
 def snapshot_from_documents(documents: Iterable[Any], origin: str) -> MetricsSnapshot | None:
-    """Every ``MetricsSnapshot`` among ``documents``, merged in order (None if there is none)."""
+    """Every ``MetricsSnapshot`` among ``documents``, merged in order (None if there is none).
+
+    ``documents`` are ``Document``s from the reader (a cluster file's
+    ``LoadedObjects.others``: errors name their file and document) or decoded
+    mappings, numbered in order as documents of ``origin``.
+    """
     result: MetricsSnapshot | None = None
     for number, document in enumerate(documents, 1):
-        if not is_snapshot_document(document):
+        if isinstance(document, Document):
+            data, where = document.data, document.origin
+        else:
+            data, where = document, f"document {number} of {origin}"
+        if not is_snapshot_document(data):
             continue
-        snap = parse_snapshot(document, f"{KIND} (document {number} of {origin})")
+        snap = parse_snapshot(data, f"{KIND} ({where})")
         result = snap if result is None else result.merged(snap)
     return result
 
 
 def load_snapshot(path: str) -> MetricsSnapshot:
     """A metrics snapshot file (YAML or JSON, one or more ``MetricsSnapshot`` documents)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            documents = list(yaml.safe_load_all(f))
-    except OSError as exc:
-        raise InputError(f"cannot read metrics snapshot {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML/JSON: {' '.join(str(exc).split())}") from None
+    documents = read_documents(path, limits=SNAPSHOT_LIMITS)  # ReadError names the file
     snap = snapshot_from_documents(documents, path)
     if snap is None:
         raise InputError(f"{path}: no document of kind {KIND} (expected kind: {KIND} with a 'metrics' mapping)")
@@ -83,28 +118,36 @@ def load_snapshot(path: str) -> MetricsSnapshot:
 
 
 def parse_snapshot(document: Mapping[str, Any], origin: str) -> MetricsSnapshot:
-    unknown = sorted(set(document) - {"apiVersion", "kind", "metadata", "metrics"})
+    """One ``MetricsSnapshot`` document; ``InputError`` naming ``origin`` and the field."""
+    unknown = sorted(str(key) for key in set(document) - {"apiVersion", "kind", "metadata", "metrics"})
     if unknown:
-        raise InputError(f"{origin}: {unknown[0]}: unknown field (expected apiVersion, kind, metadata, metrics)")
+        raise InputError(f"{origin}: {printable(unknown[0])}: unknown field "
+                         "(expected apiVersion, kind, metadata, metrics)")
+    api_version = document.get("apiVersion")
+    if api_version is not None and api_version != API_VERSION:
+        raise InputError(f"{origin}: apiVersion: expected {quote(API_VERSION)} (or none), "
+                         f"got {describe_value(api_version)}")
     metrics_data = document.get("metrics")
     if not isinstance(metrics_data, Mapping):
-        raise InputError(f"{origin}: metrics: expected a mapping of metric name to per-node values, "
+        raise InputError(f"{origin}: metrics: expected a map of metric name to per-node values, "
                          f"got {describe_value(metrics_data)}")
     metrics: dict[str, dict[str, tuple[float, float]]] = {}
     for name, nodes in metrics_data.items():
-        path = f"{origin}: metrics.{name}"
         if not isinstance(name, str) or not name:
-            raise InputError(f"{origin}: metrics: metric names must be non-empty strings, got {name!r}")
+            raise InputError(f"{origin}: metrics: metric names must be non-empty strings, got {describe_value(name)}")
+        path = f"{origin}: {join_path('metrics', printable(name))}"
         if nodes is None:
             metrics[name] = {}
             continue
         if not isinstance(nodes, Mapping):
-            raise InputError(f"{path}: expected a mapping of node name to value, got {describe_value(nodes)}")
+            raise InputError(f"{path}: expected a map of node name to value, got {describe_value(nodes)}")
         values: dict[str, tuple[float, float]] = {}
         for node, entry in nodes.items():
-            parsed = _entry(entry, f"{path}.{node}")
+            if not isinstance(node, str) or not node:
+                raise InputError(f"{path}: node names must be non-empty strings, got {describe_value(node)}")
+            parsed = _entry(entry, join_path(path, printable(node)))
             if parsed is not None:
-                values[str(node)] = parsed
+                values[node] = parsed
         metrics[name] = values
     return MetricsSnapshot(metrics, origin)
 
@@ -113,37 +156,48 @@ def _entry(entry: Any, path: str) -> tuple[float, float] | None:
     age: Any = 0.0
     value = entry
     if isinstance(entry, Mapping):
-        unknown = sorted(set(entry) - {"value", "age"})
+        unknown = sorted(str(key) for key in set(entry) - {"value", "age"})
         if unknown:
-            raise InputError(f"{path}.{unknown[0]}: unknown field (expected value, age)")
+            raise InputError(f"{path}.{printable(unknown[0])}: unknown field (expected value, age)")
         value = entry.get("value")
         age = entry.get("age", 0.0)
     if value is None:
         return None
-    expected = f"{path}: expected a finite number (or null for no data), got {describe_value(value)}"
+    expected = f"{path}: expected a finite number of at least 0 (or null for no data), got {describe_value(value)}"
     if isinstance(value, str):
         # YAML 1.1 reads 1.2e6 (no sign in the exponent) as a string: accept numeric text.
         try:
             value = float(value)
         except ValueError:
             raise InputError(expected) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(expected)
-    return float(value), _age(age, f"{path}.age")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise InputError(expected) from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(expected)
+    return number, _age(age, f"{path}.age")
 
 
 def _age(age: Any, path: str) -> float:
     if isinstance(age, bool):
         raise InputError(f"{path}: expected a duration such as 30s or 5m, got {describe_value(age)}")
     if isinstance(age, (int, float)):
-        seconds = float(age)
+        try:
+            seconds = float(age)
+        except OverflowError:
+            seconds = math.inf
     elif isinstance(age, str):
         try:
             seconds = parse_duration(age).total_seconds()
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise InputError(f"{path}: {exc}; expected a duration such as 30s or 5m") from None
     else:
         raise InputError(f"{path}: expected a duration such as 30s or 5m, got {describe_value(age)}")
-    if seconds < 0 or not math.isfinite(seconds):
+    if not math.isfinite(seconds):
+        raise InputError(f"{path}: expected a finite number of seconds, got {describe_value(age)}")
+    if seconds < 0:
         raise InputError(f"{path}: must not be negative")
     return seconds
