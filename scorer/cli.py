@@ -217,6 +217,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     registry = _registry(args)
     explanation = explain_pod(objects, _config_or_demo(args, registry), args.pod, registry=registry,
                               seed=args.seed, metrics_snapshot=_snapshot(args))
+    _warn(objects.warnings)
     if args.output == "json":
         _json(explanation)
     else:

@@ -24,7 +24,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.cycle import SCHEDULED, SKIPPED, CycleReport, ScheduleResult
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.registry import PluginRegistry
-from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
+from scorer.sources import MetricsSnapshot, snapshot_from_documents
 
 DEMO_CLUSTER = "demo-cluster.yaml"
 DEMO_CONFIG = "demo-config.yaml"
@@ -212,17 +212,12 @@ def simulate(
             else:
                 unschedulable += 1
             placements.append(Placement(key, report.profile, None, None, "", n, report.message))
-    warnings = asm.warnings + tuple(source_warnings(asm.sources))
+    warnings = tuple(objects.warnings) + asm.warnings + tuple(asm.sources.source_warnings())
     if terminal:
         warnings += (f"{len(terminal)} pending pod(s) in a terminal phase (Succeeded or Failed) are not "
                      f"scheduled: {', '.join(terminal)}",)
     return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
                             cycle_seconds, warnings, cluster)
-
-
-def source_warnings(hub: SourceHub) -> list[str]:
-    """One line per metric source whose fetch failed or whose values name no node (``SourceHub.source_warnings``)."""
-    return hub.source_warnings()
 
 
 def load_cluster(path: str | None) -> LoadedObjects:

@@ -104,7 +104,7 @@ def profile(name: str = "default-scheduler", **fields: Any) -> dict:
 
 
 def snapshot(metrics: Any, **top: Any) -> dict:
-    return {"apiVersion": "scorer/v1", "kind": "MetricsSnapshot", **top, "metrics": metrics}
+    return {"apiVersion": "scorer.dev/v1alpha1", "kind": "MetricsSnapshot", **top, "metrics": metrics}
 
 
 VALID = {

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from scorer.errors import InputError, ReadError
 from scorer.model import load_objects
-from scorer.sources.static import API_VERSION, MetricsSnapshot, load_snapshot, parse_snapshot, snapshot_from_documents
+from scorer.sources.static import API_VERSION, load_snapshot, parse_snapshot, snapshot_from_documents
 
 EXPECTED_VALUE = "expected a finite number of at least 0 (or null for no data)"
 
@@ -112,23 +112,6 @@ def test_an_invalid_snapshot_in_a_cluster_file_names_the_file_and_its_document()
 def test_snapshot_documents_given_as_mappings_are_numbered_in_order() -> None:
     with pytest.raises(InputError, match=r"^MetricsSnapshot \(document 2 of x\): metrics: expected a map"):
         snapshot_from_documents([{"kind": "Pod"}, {"kind": "MetricsSnapshot", "metrics": []}], "x")
-
-
-def test_unknown_nodes_are_listed_per_metric() -> None:
-    snap = MetricsSnapshot(
-        {
-            "cpu": {"n1": (0.1, 0.0), "typo": (0.2, 0.0)},
-            "net": {f"other-{i}": (1.0, 0.0) for i in range(7)},
-            "mem": {"n1": (0.5, 0.0)},
-        },
-        "m.yaml",
-    )
-    assert snap.unknown_nodes(["n1", "n2"]) == [
-        'm.yaml: metrics.cpu: 1 of its nodes match no node of the cluster: "typo"',
-        'm.yaml: metrics.net: 7 of its nodes match no node of the cluster: "other-0", "other-1", '
-        '"other-2", "other-3", "other-4" and 2 more',
-    ]
-    assert snap.unknown_nodes(["n1", "typo"] + [f"other-{i}" for i in range(7)]) == []
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import attrs
 
 from scorer.config.types import V1, V1BETA1, V1BETA2, V1BETA3, PluginRef, Plugins, PluginSet
-from scorer.config.validation import quote
 from scorer.framework.catalog import PluginInfo
+from scorer.inputs.describe import quote
 
 _MAX_LISTED_PLUGINS = 12
 

@@ -53,9 +53,9 @@ from scorer.config.types import (
     ResolvedProfile,
     SchedulerConfig,
 )
-from scorer.config.validation import join_path, quote
 from scorer.errors import ConfigError
 from scorer.framework.catalog import PluginInfo
+from scorer.inputs.describe import join_path, quote
 from scorer.inputs.names import extended_resource_name_errors
 
 Catalog = Mapping[str, PluginInfo]

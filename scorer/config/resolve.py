@@ -27,9 +27,9 @@ from typing import Any
 from scorer.config.convert import structure_into
 from scorer.config.defaults import missing_plugin_message
 from scorer.config.types import PluginRef, Profile, ResolvedProfile, SchedulerConfig
-from scorer.config.validation import quote
 from scorer.errors import ConfigError
 from scorer.framework.catalog import EXTENSION_POINTS, PluginInfo
+from scorer.inputs.describe import quote
 
 Catalog = Mapping[str, PluginInfo]
 

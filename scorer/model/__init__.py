@@ -70,10 +70,6 @@ from scorer.model.requests import (
     pod_requests,
 )
 
-# Former private names, kept until their last importer (plugins/nodeaffinity.py) uses the public ones.
-_FieldError = FieldError
-_node_affinity = parse_node_affinity
-
 __all__ = [
     "API_VERSION",
     "DEFAULT_MEMORY_REQUEST",

@@ -160,6 +160,8 @@ class _Loader:
             self._record(object_from_dict(obj, origin=origin, kind=default_kind), origin)
             return
         name = object_name(obj, origin)
+        if kind.endswith("List") and "items" in obj:
+            raise ModelError(f"{origin}: a {printable(kind)} inside a list is not read; give its items directly")
         if kind == CONFIG_KIND:
             raise ModelError(
                 f"{kind}{name}: a scheduler configuration is not a cluster object; "

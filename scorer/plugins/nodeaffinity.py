@@ -26,15 +26,15 @@ import numpy as np
 from scorer.framework.events import ADD, NODE, UPDATE_NODE_LABEL, ClusterEvent
 from scorer.framework.status import Code, Status
 from scorer.framework.types import FilterVerdict, NodeBatch, PreFilterResult
-from scorer.model import NodeAffinity as NodeAffinitySpec
 from scorer.model import (
+    FieldError,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
-    _FieldError,
-    _node_affinity,
+    parse_node_affinity,
 )
+from scorer.model import NodeAffinity as NodeAffinitySpec
 from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ class NodeAffinityArgs:
             errors = (("addedAffinity", f"expected an object, got {type(raw).__name__}"),)
         else:
             try:
-                parsed = _node_affinity(raw, "addedAffinity")
-            except _FieldError as error:
+                parsed = parse_node_affinity(raw, "addedAffinity")
+            except FieldError as error:
                 errors = ((error.path, error.message),)
         object.__setattr__(self, "added_affinity", parsed)
         object.__setattr__(self, "_parse_errors", errors)

@@ -22,8 +22,8 @@ the document and the field.
 
 A metric the snapshot does not name has no data for any node (the plugins'
 ``onMissing`` policy applies); so does a node a metric does not list.
-``MetricsSnapshot.unknown_nodes`` lists the node names of a snapshot that
-match no node of a cluster, for the caller to warn about.
+Node names that match no node of the cluster are reported by the hub
+(``SourceHub.source_warnings``), as for Prometheus series.
 """
 
 from __future__ import annotations
@@ -61,27 +61,6 @@ class MetricsSnapshot:
         for name, nodes in other.metrics.items():
             metrics.setdefault(name, {}).update(nodes)
         return MetricsSnapshot(metrics, f"{self.origin} + {other.origin}")
-
-    def unknown_nodes(self, node_names: Iterable[str]) -> list[str]:
-        """One warning per metric whose values name nodes that are not in
-        ``node_names`` (a typo, or a snapshot of another cluster)."""
-        known = set(node_names)
-        warnings = []
-        for metric, values in self.metrics.items():
-            unknown = sorted(node for node in values if node not in known)
-            if not unknown:
-                continue
-            shown = ", ".join(quote(node) for node in unknown[:_LISTED_NODES])
-            if len(unknown) > _LISTED_NODES:
-                shown += f" and {len(unknown) - _LISTED_NODES} more"
-            warnings.append(
-                f"{self.origin}: metrics.{printable(metric)}: {len(unknown)} of its nodes "
-                f"match no node of the cluster: {shown}"
-            )
-        return warnings
-
-
-_LISTED_NODES = 5
 
 
 def is_snapshot_document(document: Any) -> bool:

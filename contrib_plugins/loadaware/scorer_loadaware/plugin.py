@@ -52,10 +52,10 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 import numpy as np
 
-from scorer.config.validation import quote
 from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.events import ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
+from scorer.inputs.describe import quote
 from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
 from scorer.sources import (
     DataPolicyArgs,

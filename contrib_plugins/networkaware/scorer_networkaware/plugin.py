@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from scorer.config.validation import qualified_name_errors, quote
 from scorer.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, FilterVerdict, NodeBatch, Status
 from scorer.framework.events import ClusterEvent
+from scorer.inputs.describe import quote
+from scorer.inputs.names import qualified_name_errors
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from scorer.config.validation import quote
 from scorer.framework.status import Status
 from scorer.framework.types import MAX_NODE_SCORE, NodeBatch
+from scorer.inputs.describe import quote
 from scorer.plugins.noderesources.resources import (
     DEFAULT_RESOURCES,
     ResourceSpec,

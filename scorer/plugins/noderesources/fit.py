@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from scorer.config.validation import quote
 from scorer.framework.events import (
     ADD,
     ASSIGNED_POD,
@@ -38,6 +37,7 @@ from scorer.framework.events import (
 )
 from scorer.framework.status import Code, Status
 from scorer.framework.types import MAX_NODE_SCORE, FilterVerdict, NodeBatch
+from scorer.inputs.describe import quote
 from scorer.inputs.names import qualified_name_errors
 from scorer.plugins.helper.normalize import trunc_div
 from scorer.plugins.noderesources.resources import (
