@@ -313,6 +313,8 @@ class ScheduleAlgorithm:
         result.selected = table.names[int(feasible_rows[pick])]
         return result
 
+
+@attrs.define(eq=False)
 class SchedulingCycle:
     """kube's schedulingCycle for the pods of every profile, and its failure handling.
 
@@ -321,24 +323,13 @@ class SchedulingCycle:
     attempt ends (here for failures, from the binding cycle for the others).
     """
 
-    def __init__(
-        self,
-        cache: ClusterCache,
-        queue: SchedulingQueue,
-        recorder: EventRecorder,
-        algorithm: ScheduleAlgorithm,
-        *,
-        metrics: SchedulerMetrics | None = None,
-        on_report: Callable[[CycleReport], None] | None = None,
-        timer: Callable[[], float] = time.perf_counter,
-    ) -> None:
-        self.cache = cache
-        self.queue = queue
-        self.recorder = recorder
-        self.algorithm = algorithm
-        self.metrics = metrics
-        self.on_report = on_report
-        self.timer = timer
+    cache: ClusterCache
+    queue: SchedulingQueue
+    recorder: EventRecorder
+    algorithm: ScheduleAlgorithm
+    metrics: SchedulerMetrics | None = attrs.field(default=None, kw_only=True)
+    on_report: Callable[[CycleReport], None] | None = attrs.field(default=None, kw_only=True)
+    timer: Callable[[], float] = attrs.field(default=time.perf_counter, kw_only=True)
 
     def run(self, qpi: QueuedPodInfo, fwk: Framework) -> Attempt | CycleReport:
         """Schedule one popped pod: the Attempt to bind, or the report of its failure."""

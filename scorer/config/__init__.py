@@ -9,6 +9,7 @@ Plugin args are converted by ``structure`` (see ``scorer.config.convert``
 for the contract args classes follow).
 """
 
+from scorer.config import types
 from scorer.config.convert import structure, structure_into, unstructure
 from scorer.config.defaults import KUBE_PLUGINS, REMOVED_PLUGINS, default_plugins
 from scorer.config.load import (
@@ -20,53 +21,12 @@ from scorer.config.load import (
 )
 from scorer.config.render import describe_resolved, effective_config, validate_file
 from scorer.config.resolve import resolve_config, resolve_profile
-from scorer.config.types import (
-    API_VERSIONS,
-    DEFAULT_SCHEDULER_NAME,
-    KIND,
-    PLUGIN_SET_KEYS,
-    V1,
-    V1BETA1,
-    V1BETA2,
-    V1BETA3,
-    ClientConnection,
-    Extender,
-    ExtenderManagedResource,
-    ExtenderTLSConfig,
-    LeaderElection,
-    PluginConfig,
-    PluginRef,
-    Plugins,
-    PluginSet,
-    Profile,
-    ResolvedProfile,
-    SchedulerConfig,
-)
+from scorer.config.types import *  # noqa: F403  (the names of types.__all__, re-exported below)
 from scorer.inputs.duration import format_duration, parse_duration
 
 __all__ = [
-    "API_VERSIONS",
-    "DEFAULT_SCHEDULER_NAME",
-    "KIND",
     "KUBE_PLUGINS",
-    "PLUGIN_SET_KEYS",
     "REMOVED_PLUGINS",
-    "V1",
-    "V1BETA1",
-    "V1BETA2",
-    "V1BETA3",
-    "ClientConnection",
-    "Extender",
-    "ExtenderManagedResource",
-    "ExtenderTLSConfig",
-    "LeaderElection",
-    "PluginConfig",
-    "PluginRef",
-    "PluginSet",
-    "Plugins",
-    "Profile",
-    "ResolvedProfile",
-    "SchedulerConfig",
     "decode_config",
     "default_plugins",
     "describe_resolved",
@@ -84,3 +44,4 @@ __all__ = [
     "unstructure",
     "validate_file",
 ]
+__all__ += types.__all__

@@ -34,28 +34,38 @@ def _only(key: str, *entries: str | tuple[str, int]) -> tuple[str, PluginSet]:
     return key, PluginSet(enabled=_refs(*entries))
 
 
+# The multiPoint lists of v1 and v1beta3 differ only in the in-tree volume limit
+# plugins and in where SchedulingGates stands (§2.1 and its version notes); the
+# rest of both is these two runs, in this order and with these weights.
+_MULTI_POINT_TO_VOLUME_RESTRICTIONS = (
+    "PrioritySort",
+    "NodeUnschedulable",
+    "NodeName",
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    "NodePorts",
+    ("NodeResourcesFit", 1),
+    "VolumeRestrictions",
+)
+_MULTI_POINT_FROM_VOLUME_BINDING = (
+    "VolumeBinding",
+    "VolumeZone",
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    "DefaultPreemption",
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    "DefaultBinder",
+)
+
 # v1, Kubernetes 1.31-1.36 (default_plugins.go), without DynamicResources.
 _V1 = _plugins(
     _only(
         "multiPoint",
         "SchedulingGates",
-        "PrioritySort",
-        "NodeUnschedulable",
-        "NodeName",
-        ("TaintToleration", 3),
-        ("NodeAffinity", 2),
-        "NodePorts",
-        ("NodeResourcesFit", 1),
-        "VolumeRestrictions",
+        *_MULTI_POINT_TO_VOLUME_RESTRICTIONS,
         "NodeVolumeLimits",
-        "VolumeBinding",
-        "VolumeZone",
-        ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2),
-        "DefaultPreemption",
-        ("NodeResourcesBalancedAllocation", 1),
-        ("ImageLocality", 1),
-        "DefaultBinder",
+        *_MULTI_POINT_FROM_VOLUME_BINDING,
     )
 )
 
@@ -65,26 +75,12 @@ _V1 = _plugins(
 _V1BETA3 = _plugins(
     _only(
         "multiPoint",
-        "PrioritySort",
-        "NodeUnschedulable",
-        "NodeName",
-        ("TaintToleration", 3),
-        ("NodeAffinity", 2),
-        "NodePorts",
-        ("NodeResourcesFit", 1),
-        "VolumeRestrictions",
+        *_MULTI_POINT_TO_VOLUME_RESTRICTIONS,
         "EBSLimits",
         "GCEPDLimits",
         "NodeVolumeLimits",
         "AzureDiskLimits",
-        "VolumeBinding",
-        "VolumeZone",
-        ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2),
-        "DefaultPreemption",
-        ("NodeResourcesBalancedAllocation", 1),
-        ("ImageLocality", 1),
-        "DefaultBinder",
+        *_MULTI_POINT_FROM_VOLUME_BINDING,
         "SchedulingGates",
     )
 )
@@ -107,13 +103,35 @@ _PER_POINT_FILTER = (
     "InterPodAffinity",
 )
 
-# v1beta2 as served last (Kubernetes 1.27): per-point lists, all score weights 1
-# except PodTopologySpread 2.
-_V1BETA2 = _plugins(
-    _only("preEnqueue", "SchedulingGates"),
-    _only("queueSort", "PrioritySort"),
-    _only(
-        "preFilter",
+
+def _per_point(
+    *,
+    pre_enqueue: tuple[str, ...] = (),
+    pre_filter: tuple[str, ...],
+    pre_score: tuple[str, ...],
+    score: tuple[tuple[str, int], ...],
+) -> Plugins:
+    """Defaults given per extension point (v1beta2, v1beta1): the two versions differ
+    only in preEnqueue, preFilter, preScore and score."""
+    return _plugins(
+        _only("preEnqueue", *pre_enqueue),
+        _only("queueSort", "PrioritySort"),
+        _only("preFilter", *pre_filter),
+        _only("filter", *_PER_POINT_FILTER),
+        _only("postFilter", "DefaultPreemption"),
+        _only("preScore", *pre_score),
+        _only("score", *score),
+        _only("reserve", "VolumeBinding"),
+        _only("preBind", "VolumeBinding"),
+        _only("bind", "DefaultBinder"),
+    )
+
+
+# v1beta2 as served last (Kubernetes 1.27): all score weights 1 except
+# PodTopologySpread 2.
+_V1BETA2 = _per_point(
+    pre_enqueue=("SchedulingGates",),
+    pre_filter=(
         "NodeResourcesFit",
         "NodePorts",
         "VolumeRestrictions",
@@ -122,10 +140,7 @@ _V1BETA2 = _plugins(
         "VolumeBinding",
         "NodeAffinity",
     ),
-    _only("filter", *_PER_POINT_FILTER),
-    _only("postFilter", "DefaultPreemption"),
-    _only(
-        "preScore",
+    pre_score=(
         "InterPodAffinity",
         "PodTopologySpread",
         "TaintToleration",
@@ -133,8 +148,7 @@ _V1BETA2 = _plugins(
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
     ),
-    _only(
-        "score",
+    score=(
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("InterPodAffinity", 1),
@@ -143,17 +157,12 @@ _V1BETA2 = _plugins(
         ("PodTopologySpread", 2),
         ("TaintToleration", 1),
     ),
-    _only("reserve", "VolumeBinding"),
-    _only("preBind", "VolumeBinding"),
-    _only("bind", "DefaultBinder"),
 )
 
 # v1beta1 (algorithmprovider, Kubernetes 1.21) with DefaultPodTopologySpread on,
 # so without SelectorSpread.
-_V1BETA1 = _plugins(
-    _only("queueSort", "PrioritySort"),
-    _only(
-        "preFilter",
+_V1BETA1 = _per_point(
+    pre_filter=(
         "NodeResourcesFit",
         "NodePorts",
         "PodTopologySpread",
@@ -161,11 +170,8 @@ _V1BETA1 = _plugins(
         "VolumeBinding",
         "NodeAffinity",
     ),
-    _only("filter", *_PER_POINT_FILTER),
-    _only("postFilter", "DefaultPreemption"),
-    _only("preScore", "InterPodAffinity", "PodTopologySpread", "TaintToleration", "NodeAffinity"),
-    _only(
-        "score",
+    pre_score=("InterPodAffinity", "PodTopologySpread", "TaintToleration", "NodeAffinity"),
+    score=(
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("InterPodAffinity", 1),
@@ -175,9 +181,6 @@ _V1BETA1 = _plugins(
         ("PodTopologySpread", 2),
         ("TaintToleration", 1),
     ),
-    _only("reserve", "VolumeBinding"),
-    _only("preBind", "VolumeBinding"),
-    _only("bind", "DefaultBinder"),
 )
 
 _DEFAULT_PLUGINS: dict[str, Plugins] = {
@@ -193,30 +196,9 @@ def default_plugins(api_version: str) -> Plugins:
     return _DEFAULT_PLUGINS[api_version]
 
 
-# In-tree plugins of current kube-scheduler (any of them may be missing from scorer).
-KUBE_PLUGINS: frozenset[str] = frozenset(
-    {
-        "SchedulingGates",
-        "PrioritySort",
-        "NodeUnschedulable",
-        "NodeName",
-        "TaintToleration",
-        "NodeAffinity",
-        "NodePorts",
-        "NodeResourcesFit",
-        "VolumeRestrictions",
-        "NodeVolumeLimits",
-        "VolumeBinding",
-        "VolumeZone",
-        "PodTopologySpread",
-        "InterPodAffinity",
-        "DynamicResources",
-        "DefaultPreemption",
-        "NodeResourcesBalancedAllocation",
-        "ImageLocality",
-        "DefaultBinder",
-    }
-)
+# In-tree plugins of current kube-scheduler (any of them may be missing from scorer):
+# the v1 defaults and DynamicResources, which they leave out (§2.1).
+KUBE_PLUGINS: frozenset[str] = frozenset({*_V1.multi_point.enabled_names(), "DynamicResources"})
 
 
 @attrs.frozen(slots=True)

@@ -60,6 +60,7 @@ from scorer.inputs.names import extended_resource_name_errors
 
 Catalog = Mapping[str, PluginInfo]
 T = TypeVar("T")
+_ComponentConfig = TypeVar("_ComponentConfig", LeaderElection, ClientConnection)
 
 # -- wire shapes: what the file may contain, None where kube has a pointer ---------------
 
@@ -371,9 +372,17 @@ class _Decoder:
         config = SchedulerConfig(
             api_version=self.version,
             parallelism=_given(wire.parallelism, default.parallelism),
-            leader_election=_default_leader_election(wire.leader_election or LeaderElection()),
-            client_connection=_default_client_connection(
-                wire.client_connection or ClientConnection()
+            leader_election=_zeros_defaulted(
+                wire.leader_election or LeaderElection(),
+                "lease_duration",
+                "renew_deadline",
+                "retry_period",
+                "resource_lock",
+                "resource_name",
+                "resource_namespace",
+            ),
+            client_connection=_zeros_defaulted(
+                wire.client_connection or ClientConnection(), "content_type", "qps", "burst"
             ),
             enable_profiling=enable_profiling,
             # kube defaults it to true only when profiling is on; unset otherwise (false)
@@ -784,25 +793,8 @@ def _enabled_names(plugins: Plugins) -> set[str]:
     return {ref.name for _, plugin_set in plugins.items() for ref in plugin_set.enabled}
 
 
-def _default_leader_election(election: LeaderElection) -> LeaderElection:
-    """Zero values take the scheduler's defaults (component-base + scheduler defaulting)."""
-    default = LeaderElection()
-    return attrs.evolve(
-        election,
-        lease_duration=election.lease_duration or default.lease_duration,
-        renew_deadline=election.renew_deadline or default.renew_deadline,
-        retry_period=election.retry_period or default.retry_period,
-        resource_lock=election.resource_lock or default.resource_lock,
-        resource_name=election.resource_name or default.resource_name,
-        resource_namespace=election.resource_namespace or default.resource_namespace,
-    )
-
-
-def _default_client_connection(connection: ClientConnection) -> ClientConnection:
-    default = ClientConnection()
-    return attrs.evolve(
-        connection,
-        content_type=connection.content_type or default.content_type,
-        qps=connection.qps or default.qps,
-        burst=connection.burst or default.burst,
-    )
+def _zeros_defaulted(value: _ComponentConfig, *fields: str) -> _ComponentConfig:
+    """``value`` with each of ``fields`` that is zero ("", 0, no duration) set to the
+    default of its type (component-base + scheduler defaulting)."""
+    default = type(value)()
+    return attrs.evolve(value, **{field: getattr(value, field) or getattr(default, field) for field in fields})

@@ -14,6 +14,30 @@ import attrs
 
 from scorer.framework.catalog import EXTENSION_POINTS
 
+# Re-exported by scorer.config; GROUP, MULTI_POINT and PLUGIN_SET_ATTRIBUTES are for its own modules.
+__all__ = [
+    "API_VERSIONS",
+    "DEFAULT_SCHEDULER_NAME",
+    "KIND",
+    "PLUGIN_SET_KEYS",
+    "V1",
+    "V1BETA1",
+    "V1BETA2",
+    "V1BETA3",
+    "ClientConnection",
+    "Extender",
+    "ExtenderManagedResource",
+    "ExtenderTLSConfig",
+    "LeaderElection",
+    "PluginConfig",
+    "PluginRef",
+    "Plugins",
+    "PluginSet",
+    "Profile",
+    "ResolvedProfile",
+    "SchedulerConfig",
+]
+
 GROUP = "kubescheduler.config.k8s.io"
 V1 = f"{GROUP}/v1"
 V1BETA3 = f"{GROUP}/v1beta3"

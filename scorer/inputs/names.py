@@ -27,32 +27,40 @@ def qualified_name_errors(value: str) -> list[str]:
         name = parts[0]
     elif len(parts) == 2:
         prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > _PREFIX_MAX:
-            errors.append(f"prefix part must be no more than {_PREFIX_MAX} characters")
-        elif not _DNS1123_SUBDOMAIN.match(prefix):
-            errors.append(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-                "alphanumeric characters, '-' or '.', and must start and end with an "
-                "alphanumeric character"
-            )
+        errors += _part_errors(
+            "prefix",
+            prefix,
+            _PREFIX_MAX,
+            _DNS1123_SUBDOMAIN,
+            malformed="a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character",
+        )
     else:
         return [
             "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
             "start and end with an alphanumeric character, with an optional DNS subdomain prefix "
             "and '/' (e.g. 'example.com/MyName')"
         ]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > _NAME_MAX:
-        errors.append(f"name part must be no more than {_NAME_MAX} characters")
-    elif not _NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-            "and end with an alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
-        )
+    errors += _part_errors(
+        "name",
+        name,
+        _NAME_MAX,
+        _NAME,
+        malformed="must consist of alphanumeric characters, '-', '_' or '.', and must start "
+        "and end with an alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')",
+    )
     return errors
+
+
+def _part_errors(part: str, value: str, max_length: int, pattern: re.Pattern[str], malformed: str) -> list[str]:
+    """The first thing wrong with the ``part`` ("prefix", "name") of a qualified name."""
+    if not value:
+        return [f"{part} part must be non-empty"]
+    if len(value) > max_length:
+        return [f"{part} part must be no more than {max_length} characters"]
+    if not pattern.match(value):
+        return [f"{part} part {malformed}"]
+    return []
 
 
 def extended_resource_name_errors(value: str) -> list[str]:

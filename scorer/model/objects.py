@@ -19,6 +19,42 @@ import attrs
 from scorer.inputs.numbers import parse_int64
 from scorer.model.requests import pod_requests
 
+# Re-exported by scorer.model (``from scorer.model import Pod``).
+__all__ = [
+    "LABEL_SELECTOR_OPERATORS",
+    "NODE_FIELD_KEYS",
+    "NODE_INCLUSION_POLICIES",
+    "NODE_SELECTOR_OPERATORS",
+    "PORT_PROTOCOLS",
+    "TAINT_EFFECTS",
+    "TERMINAL_PHASES",
+    "TOLERATION_OPERATORS",
+    "WHEN_UNSATISFIABLE",
+    "Affinity",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Namespace",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "OwnerReference",
+    "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "PodAntiAffinity",
+    "PreferredSchedulingTerm",
+    "Taint",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
+    "untolerated_taints",
+]
+
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 TAINT_EFFECTS: tuple[str, ...] = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS: tuple[str, ...] = ("Equal", "Exists")
