@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -16,12 +17,13 @@ import attrs
 from scorer.cache import ClusterCache
 from scorer.cluster.interface import ClusterWriter
 from scorer.cluster.recorder import DEFAULT_CAPACITY, BufferedRecorder
-from scorer.config import SchedulerConfig, load_and_resolve
+from scorer.config import ResolvedProfile, SchedulerConfig, load_and_resolve
 from scorer.cycle import CycleReport
 from scorer.eventhandlers import EventHandlers
 from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
 from scorer.metrics import SchedulerMetrics
+from scorer.model import Pod
 from scorer.queue import SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
 from scorer.scheduler import DEFAULT_MAX_CONCURRENT_BINDINGS, Scheduler
@@ -37,7 +39,7 @@ class Assembly:
 
     registry: PluginRegistry
     config: SchedulerConfig
-    resolved: tuple[Any, ...]
+    resolved: tuple[ResolvedProfile, ...]
     cache: ClusterCache
     frameworks: dict[str, Framework]
     queue: SchedulingQueue
@@ -50,7 +52,8 @@ class Assembly:
 
 
 def build_frameworks(
-    resolved: tuple[Any, ...], catalog: Mapping[str, PluginInfo], cache: ClusterCache, binder: Any,
+    resolved: tuple[ResolvedProfile, ...], catalog: Mapping[str, PluginInfo], cache: ClusterCache,
+    binder: ClusterWriter,
     sources: SourceHub | None = None, metrics: SchedulerMetrics | None = None,
 ) -> dict[str, Framework]:
     return {
@@ -74,7 +77,7 @@ def plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, list[Cluster
 
 
 def assemble(
-    config_source: Any,
+    config_source: str | os.PathLike[str] | Mapping[str, Any] | None,
     cluster: ClusterWriter,
     *,
     registry: PluginRegistry | None = None,
@@ -112,7 +115,7 @@ def assemble(
         cache.placement_listeners.append(_placement_recorder(hub))
     first = frameworks[resolved[0].scheduler_name]
 
-    def pre_enqueue(pod: Any) -> str | None:
+    def pre_enqueue(pod: Pod) -> str | None:
         fwk = frameworks.get(pod.scheduler_name)
         if fwk is None:
             return None
@@ -140,17 +143,15 @@ def assemble(
         metrics=metrics,
         max_concurrent_bindings=max_concurrent_bindings,
     )
-    warnings = tuple(getattr(config, "warnings", ())) + tuple(
-        w for profile in resolved for w in getattr(profile, "warnings", ())
-    ) + tuple(hub.warnings)
+    warnings = config.warnings + tuple(w for profile in resolved for w in profile.warnings) + tuple(hub.warnings)
     return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub,
                     metrics, EventHandlers(cache, queue, frameworks), recorder)
 
 
-def _placement_recorder(hub: SourceHub) -> Callable[[Any, str | None], None]:
+def _placement_recorder(hub: SourceHub) -> Callable[[Pod, str | None], None]:
     """Assumed pods become in-flight load until their node's metrics show them."""
 
-    def record(pod: Any, node: str | None) -> None:
+    def record(pod: Pod, node: str | None) -> None:
         if node is None:
             hub.in_flight.removed(pod.key)
         else:

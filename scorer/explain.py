@@ -16,6 +16,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.framework import NodeBatch
 from scorer.framework.cycle_state import CycleState
+from scorer.framework.runtime import Framework
 from scorer.model import LoadedObjects, Pod
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
@@ -116,7 +117,7 @@ def explain_pod(
     }
 
 
-def _metrics_by_node(hub: SourceHub, fwk: Any, batch: NodeBatch) -> dict[str, dict[str, Any]]:
+def _metrics_by_node(hub: SourceHub, fwk: Framework, batch: NodeBatch) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for binding in hub.bindings:
         if fwk.plugins.get(binding.plugin) is None:

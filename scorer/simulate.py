@@ -25,6 +25,7 @@ from scorer.cycle import SCHEDULED, SKIPPED, CycleReport, ScheduleResult
 from scorer.model import LoadedObjects, load_file, load_objects
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, snapshot_from_documents
+from scorer.state import NodeTable
 
 DEMO_CLUSTER = "demo-cluster.yaml"
 DEMO_CONFIG = "demo-config.yaml"
@@ -87,7 +88,7 @@ def demo_config(registry: PluginRegistry) -> tuple[Any, str]:
     return yaml.safe_load(text), ""
 
 
-def deciding_plugins(result: ScheduleResult | None, table: Any) -> str:
+def deciding_plugins(result: ScheduleResult | None, table: NodeTable) -> str:
     """Which plugins made the chosen node win over the runner-up, by weighted points."""
     if result is None or result.selected is None:
         return ""

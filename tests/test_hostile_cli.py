@@ -39,6 +39,8 @@ from typing import Any
 import orjson
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scorer.cli import main
 
@@ -1048,3 +1050,53 @@ def test_hostile_input(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPat
             assert any(_names(line, needles) for line in warned), f"no warning names {needles}\n{context}"
         if case.check is not None:
             case.check(result)
+
+
+# --- generated: property-based ---------------------------------------------------------------------
+
+# Pieces spliced into valid files at random places: structure, numbers past every limit, non-finite
+# values, wrong scalars, control characters, YAML tags and aliases.
+SPLICES = ["[", "]", "{", "}", ": ", "- ", ", ", "\n", "\n  ", "\t", "'", '"', "&a ", "*a", "<<: *a", "!!binary ",
+           "!!python/object ", "-1", "0", "1e999", ".nan", "NaN", "-Infinity", "9" * 400, "9" * 4400, "4Ei",
+           "null", "true", "~", "\x00", "\x1b[2J", "\u202e", "\ufeff", "\xff", "---\n", "kind: Pod\n",
+           "kind: List\nitems:\n- ", "apiVersion: v2\n", "metadata: {name: n1}\n", "nodeName: nowhere\n",
+           "phase: Succeeded\n"]
+GENERATED_TARGETS = {
+    "cluster": (["simulate", "--cluster", "{F}", "--output", "json"], VALID["cluster"]),
+    "config": (["simulate", "--cluster", "{C}", "--config", "{F}", "--output", "json"], VALID["config"]),
+    "metrics": (["simulate", "--cluster", "{C}", "--metrics", "{F}", "--output", "json"], VALID["metrics"]),
+}
+
+
+@st.composite
+def spliced(draw: st.DrawFn, valid: str) -> str:
+    text = valid
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 8))
+        text = text[:at] + draw(st.sampled_from(SPLICES)) * draw(st.integers(1, 3)) + text[at + cut:]
+    return text
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), target=st.sampled_from(sorted(GENERATED_TARGETS)))
+def test_generated_input_gives_a_result_or_one_line_errors(data: st.DataObject, target: str, tmp_path: Path) -> None:
+    """Valid files with random pieces spliced in: exit 0 or 2, never a traceback, an internal error or a
+    numpy warning; with 2, only ``error:`` lines, each naming something; bounded by the in-process timer."""
+    argv, valid = GENERATED_TARGETS[target]
+    text = data.draw(spliced(valid))
+    files = {"F": tmp_path / f"{target}.yaml", "C": tmp_path / "cluster.yaml"}
+    files["F"].write_bytes(text.encode("utf-8", "surrogatepass"))
+    files["C"].write_text(VALID["cluster"])
+    result = run_in_process([str(files["F"]) if a == "{F}" else str(files["C"]) if a == "{C}" else a for a in argv])
+    context = f"input {text!r}\nexit {result.code!r}\n--- stderr ---\n{result.err[-2000:]}"
+    assert result.code in (0, 2), context
+    assert "Traceback" not in result.err and "internal error" not in result.err, context
+    assert not result.runtime_warnings, context
+    lines = result.err.splitlines()
+    assert all(line.startswith(STDERR_PREFIXES) and len(line) <= MAX_LINE for line in lines), context
+    if result.code == 2:
+        assert result.out == "" and any(line.startswith("error: ") for line in lines), context
+    else:
+        json.loads(result.out)
