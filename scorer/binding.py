@@ -21,12 +21,10 @@ import collections
 import logging
 
 from scorer.cycle import ERROR, NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
-from scorer.framework.events import ASSIGNED_POD, ClusterEvent
+from scorer.framework.events import EVENT_ASSIGNED_POD_DELETE
 from scorer.framework.status import Code, Status
 
 log = logging.getLogger("scorer.binding")
-
-EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, "Delete")
 
 
 class BindingSlots:

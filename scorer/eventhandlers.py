@@ -37,40 +37,46 @@ from typing import Any
 import attrs
 
 from scorer.cache import CacheError, ClusterCache
-from scorer.framework.events import ASSIGNED_POD, UNSCHEDULABLE_POD, UPDATE, ClusterEvent
+from scorer.framework.events import (
+    ASSIGNED_POD,
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NAMESPACE_ADD,
+    EVENT_NAMESPACE_DELETE,
+    EVENT_NAMESPACE_UPDATE,
+    EVENT_NODE_ADD,
+    EVENT_NODE_DELETE,
+    NODE,
+    UNSCHEDULABLE_POD,
+    UPDATE,
+    UPDATE_NODE_ALLOCATABLE,
+    UPDATE_NODE_ANNOTATION,
+    UPDATE_NODE_LABEL,
+    UPDATE_NODE_TAINT,
+    UPDATE_POD_LABEL,
+    UPDATE_POD_OTHER,
+    UPDATE_POD_SCALE_DOWN,
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+    UPDATE_POD_TOLERATION,
+    ClusterEvent,
+)
 from scorer.framework.runtime import Framework
 from scorer.model import Namespace, Node, Pod
 from scorer.queue import SchedulingQueue
 
 log = logging.getLogger("scorer.eventhandlers")
 
-NODE = "Node"
-NAMESPACE = "Namespace"
-
-EVENT_NODE_ADD = ClusterEvent(NODE, "Add")
-EVENT_NODE_DELETE = ClusterEvent(NODE, "Delete")
-EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, "Add")
-EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, "Delete")
-EVENT_NAMESPACE_ADD = ClusterEvent(NAMESPACE, "Add")
-EVENT_NAMESPACE_UPDATE = ClusterEvent(NAMESPACE, UPDATE)
-EVENT_NAMESPACE_DELETE = ClusterEvent(NAMESPACE, "Delete")
-
-# An update of a pod that changed nothing kube names: matches only plugins that registered
-# the generic Update (kube's updatePodOther), labelled like kube's "AssignedPodUpdate".
-UPDATE_POD_OTHER = "UpdatePodOther"
-
-
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
     """kube's nodeSchedulingPropertiesChange: one event per changed property, in kube's order."""
     actions = []
     if old.unschedulable != new.unschedulable or old.taints != new.taints:
-        actions.append("UpdateNodeTaint")
+        actions.append(UPDATE_NODE_TAINT)
     if old.allocatable != new.allocatable:
-        actions.append("UpdateNodeAllocatable")
+        actions.append(UPDATE_NODE_ALLOCATABLE)
     if old.labels != new.labels:
-        actions.append("UpdateNodeLabel")
+        actions.append(UPDATE_NODE_LABEL)
     if old.annotations != new.annotations:
-        actions.append("UpdateNodeAnnotation")
+        actions.append(UPDATE_NODE_ANNOTATION)
     return [ClusterEvent(NODE, action) for action in actions]
 
 
@@ -78,13 +84,13 @@ def pod_update_events(old: Pod, new: Pod, resource: str) -> list[ClusterEvent]:
     """kube's PodSchedulingPropertiesChange for ``resource`` (AssignedPod or UnschedulablePod)."""
     actions = []
     if old.labels != new.labels:
-        actions.append("UpdatePodLabel")
+        actions.append(UPDATE_POD_LABEL)
     if _scaled_down(old, new):
-        actions.append("UpdatePodScaleDown")
+        actions.append(UPDATE_POD_SCALE_DOWN)
     if old.scheduling_gates and not new.scheduling_gates:
-        actions.append("UpdatePodSchedulingGatesEliminated")
+        actions.append(UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if old.tolerations != new.tolerations:
-        actions.append("UpdatePodToleration")
+        actions.append(UPDATE_POD_TOLERATION)
     if not actions:
         return [ClusterEvent(resource, UPDATE_POD_OTHER, resource + UPDATE)]
     return [ClusterEvent(resource, action) for action in actions]

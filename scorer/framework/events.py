@@ -12,6 +12,7 @@ import attrs
 # Event resources (kube's framework/types.go EventResource).
 WILDCARD = "*"
 NODE = "Node"
+NAMESPACE = "Namespace"
 POD = "Pod"
 ASSIGNED_POD = "AssignedPod"  # a pod bound to a node
 UNSCHEDULABLE_POD = "UnschedulablePod"  # a pod in the unschedulable pool
@@ -24,6 +25,14 @@ UPDATE = "Update"
 UPDATE_NODE_ALLOCATABLE = "UpdateNodeAllocatable"
 UPDATE_NODE_LABEL = "UpdateNodeLabel"
 UPDATE_NODE_TAINT = "UpdateNodeTaint"  # taints, and spec.unschedulable
+UPDATE_NODE_ANNOTATION = "UpdateNodeAnnotation"
+UPDATE_POD_LABEL = "UpdatePodLabel"
+UPDATE_POD_SCALE_DOWN = "UpdatePodScaleDown"
+UPDATE_POD_SCHEDULING_GATES_ELIMINATED = "UpdatePodSchedulingGatesEliminated"
+UPDATE_POD_TOLERATION = "UpdatePodToleration"
+# An update of a pod that changed nothing kube names: matches only plugins that registered
+# the generic Update (kube's updatePodOther), labelled like kube's "AssignedPodUpdate".
+UPDATE_POD_OTHER = "UpdatePodOther"
 
 # Labels of the queue's own events, as counted by scheduler_queue_incoming_pods_total.
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
@@ -86,3 +95,13 @@ def _actions_overlap(a: str, b: str) -> bool:
     if b == UPDATE:
         return a.startswith(UPDATE)
     return False
+
+
+# The events the event handlers and the binding cycle send most.
+EVENT_NODE_ADD = ClusterEvent(NODE, ADD)
+EVENT_NODE_DELETE = ClusterEvent(NODE, DELETE)
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ADD)
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, DELETE)
+EVENT_NAMESPACE_ADD = ClusterEvent(NAMESPACE, ADD)
+EVENT_NAMESPACE_UPDATE = ClusterEvent(NAMESPACE, UPDATE)
+EVENT_NAMESPACE_DELETE = ClusterEvent(NAMESPACE, DELETE)

@@ -53,7 +53,7 @@ import attrs
 import numpy as np
 
 from scorer.framework import Code, FilterVerdict, NodeBatch
-from scorer.framework.events import ClusterEvent
+from scorer.framework.events import ADD, DELETE, NODE, POD, UPDATE_NODE_ALLOCATABLE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.inputs.describe import quote
 from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
@@ -254,8 +254,8 @@ class LoadAware:
         """What can lower a rejected node's prediction: a new node, more allocatable (in-flight load is
         relative to it), a deleted pod (its in-flight estimate goes, and its usage). A node cooling down
         is a metrics refresh, not a cluster event: the unschedulable queue's flush retries the pod."""
-        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeAllocatable"),
-                ClusterEvent("Pod", "Delete")]
+        return [ClusterEvent(NODE, ADD), ClusterEvent(NODE, UPDATE_NODE_ALLOCATABLE),
+                ClusterEvent(POD, DELETE)]
 
     # -- Filter --------------------------------------------------------------------------
     def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:

@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from scorer.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, FilterVerdict, NodeBatch, Status
-from scorer.framework.events import ClusterEvent
+from scorer.framework.events import ADD, NODE, UNSCHEDULABLE_POD, UPDATE, UPDATE_NODE_LABEL, ClusterEvent
 from scorer.inputs.describe import quote
 from scorer.inputs.names import qualified_name_errors
 
@@ -116,9 +116,9 @@ class NetworkAware:
         """What may make a pod this plugin rejected schedulable: a new node, a
         relabelled node, or an update of the pod itself (its annotation)."""
         return [
-            ClusterEvent("Node", "Add"),
-            ClusterEvent("Node", "UpdateNodeLabel"),
-            ClusterEvent("UnschedulablePod", "Update"),
+            ClusterEvent(NODE, ADD),
+            ClusterEvent(NODE, UPDATE_NODE_LABEL),
+            ClusterEvent(UNSCHEDULABLE_POD, UPDATE),
         ]
 
     # -- filter --------------------------------------------------------------------

@@ -27,7 +27,7 @@ import attrs
 import numpy as np
 
 from scorer.framework import FilterVerdict, NodeBatch
-from scorer.framework.events import ClusterEvent
+from scorer.framework.events import ADD, NODE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.inputs.duration import parse_duration
 from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, source_hub
@@ -186,7 +186,7 @@ class NetworkTraffic:
         """Filter rejects only nodes without fresh data (``onMissing: filter``). Fresh data comes with a
         metrics refresh, which is not a cluster event (the unschedulable queue's 5-minute flush retries
         the pod); a new node is the one change of the cluster that may bring a node with data."""
-        return [ClusterEvent("Node", "Add")]
+        return [ClusterEvent(NODE, ADD)]
 
     # Filter only acts with ``policy.onMissing: filter``.
     def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
