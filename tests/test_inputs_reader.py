@@ -204,6 +204,30 @@ def read_pipe(data: bytes) -> str:
         os.close(read_end)
 
 
+def test_a_named_pipe_is_read_while_its_writer_writes(tmp_path: Path) -> None:
+    fifo = tmp_path / "cluster.yaml"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as stream:  # blocks until the reader opens the pipe
+            stream.write(b"a: 1\n")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert read_text(fifo, limits=LIMITS) == "a: 1\n"
+    finally:
+        writer.join()
+
+
+def test_a_named_pipe_without_a_writer_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "cluster.yaml"
+    os.mkfifo(fifo)
+    message = r"cluster.yaml: a named pipe with no writer \(none came within 3s\): nothing to read$"
+    with pytest.raises(ReadError, match=message):
+        read_text(fifo, limits=LIMITS)
+
+
 def test_a_pipe_is_read_in_chunks_that_may_split_a_character() -> None:
     mib = 1 << 20
     assert read_pipe(b"a" * (mib - 1) + "\u00e9: 1\n".encode()).endswith("\u00e9: 1\n")

@@ -78,6 +78,7 @@ import codecs
 import json
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -104,6 +105,8 @@ SAFE_COMPOSE_DEPTH = 1000
 # The most max_depth may be raised to (the composer then runs that deep).
 MAX_DEPTH_CEILING = 10_000
 MAX_INT_DIGITS = 4300
+# How long a named pipe may wait for its writer to connect (process substitution has one already).
+PIPE_WRITER_WAIT = 3
 
 Syntax = Literal["auto", "yaml", "json"]
 
@@ -174,7 +177,8 @@ def read_text(path: str | os.PathLike[str], *, limits: Limits) -> str:
     source = os.fspath(path)
     max_bytes = max_input_bytes(limits)
     try:
-        stream = open(source, "rb")  # noqa: SIM115 - closed below, errors mapped
+        # Non-blocking, so a named pipe with no writer cannot hang open(); reads block again below.
+        stream = os.fdopen(os.open(source, os.O_RDONLY | os.O_NONBLOCK), "rb")
     except FileNotFoundError:
         raise ReadError(source, "no such file") from None
     except IsADirectoryError:
@@ -193,9 +197,27 @@ def read_text(path: str | os.PathLike[str], *, limits: Limits) -> str:
                 if len(data) > info.st_size:  # grown since, or a /proc file (size 0)
                     data += stream.read(max_bytes + 1 - len(data))
                 return _decode(data, source, max_bytes)
-            return _read_stream(stream, source, max_bytes)
+            first = _first_bytes_of_pipe(stream.fileno(), source) if stat.S_ISFIFO(info.st_mode) else b""
+            os.set_blocking(stream.fileno(), True)
+            return _read_stream(stream, source, max_bytes, first)
     except OSError as error:
         raise ReadError(source, f"cannot read: {error.strerror or error}") from None
+
+
+def _first_bytes_of_pipe(fd: int, source: str) -> bytes:
+    """What a pipe holds already, waiting up to ``PIPE_WRITER_WAIT`` seconds for a writer to
+    connect (a named pipe nobody writes to would block ``open`` forever)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.poll(PIPE_WRITER_WAIT * 1000)
+    try:
+        first = os.read(fd, MiB)
+    except BlockingIOError:  # a writer is connected; its data comes later
+        return b""
+    if not first:
+        raise ReadError(source, f"a named pipe with no writer (none came within {PIPE_WRITER_WAIT}s): "
+                                "nothing to read")
+    return first
 
 
 def parse_documents(
@@ -268,13 +290,14 @@ def _too_large(max_bytes: int, size: int | None = None) -> str:
     )
 
 
-def _read_stream(stream: Any, source: str, max_bytes: int) -> str:
-    """A pipe or device, chunk by chunk, stopping at the first bad byte."""
+def _read_stream(stream: Any, source: str, max_bytes: int, first: bytes = b"") -> str:
+    """A pipe or device, chunk by chunk (``first``, already read, then the rest), stopping at the
+    first bad byte."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     parts: list[str] = []
     offset = 0
     while True:
-        chunk = stream.read(min(MiB, max_bytes + 1 - offset))
+        chunk, first = (first, b"") if first else (stream.read(min(MiB, max_bytes + 1 - offset)), b"")
         if not chunk:
             break
         nul = chunk.find(b"\0")
