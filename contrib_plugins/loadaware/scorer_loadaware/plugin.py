@@ -56,7 +56,7 @@ from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.events import ADD, DELETE, NODE, POD, UPDATE_NODE_ALLOCATABLE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.inputs.describe import quote
-from scorer.plugins.helper.metricreader import MetricReader, Reading, source_hub
+from scorer.plugins.helper.metricreader import MetricReader, Reading, finite, source_hub
 from scorer.sources import (
     DataPolicyArgs,
     SourceArgs,
@@ -284,7 +284,7 @@ class LoadAware:
             parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
         usable = np.logical_and.reduce([p.reading.usable for p in parts])
-        mean = sum(p.weight * np.nan_to_num(p.predicted) for p in parts) / self.total_weight
+        mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
         raw = np.floor(np.minimum(mean, MAX_RAW_SCORE) + 0.5)  # half up
         return np.where(usable, raw, NO_DATA).astype(np.int64)
 

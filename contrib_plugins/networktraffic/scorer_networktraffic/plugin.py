@@ -30,7 +30,7 @@ from scorer.framework import FilterVerdict, NodeBatch
 from scorer.framework.events import ADD, NODE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.inputs.duration import parse_duration
-from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, source_hub
+from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, finite, source_hub
 from scorer.sources import (
     DataPolicyArgs,
     SourceArgs,
@@ -202,7 +202,7 @@ class NetworkTraffic:
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
         cap = MAX_RAW_SCORE / scale
-        raw = np.clip(np.nan_to_num(traffic), -cap, cap) * scale
+        raw = np.clip(finite(traffic), -cap, cap) * scale
         return np.where(reading.usable, np.rint(raw), NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
@@ -240,7 +240,7 @@ def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
     out = np.zeros(len(traffic), dtype=np.int64)
     if not usable.any():
         return out
-    values = np.where(usable, np.nan_to_num(np.maximum(traffic, 0.0), nan=0.0, posinf=FLOAT_MAX), 0.0)
+    values = np.where(usable, finite(np.maximum(traffic, 0.0)), 0.0)
     highest = float(values.max())
     if highest <= 0:
         out[usable] = MAX_NODE_SCORE
