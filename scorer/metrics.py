@@ -74,18 +74,11 @@ class SchedulerMetrics:
         return self._rng.randrange(100) < self.sample_percent
 
     def observe_extension_point(self, point: str, status: str, profile: str, seconds: float) -> None:
-        key = (point, status, profile)
-        child = self._point_children.get(key)
-        if child is None:
-            child = self._point_children[key] = self.framework_extension_point_duration.labels(*key)
-        child.observe(seconds)
+        _child(self._point_children, self.framework_extension_point_duration, (point, status, profile)).observe(
+            seconds)
 
     def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        key = (plugin, point, status)
-        child = self._plugin_children.get(key)
-        if child is None:
-            child = self._plugin_children[key] = self.plugin_execution_duration.labels(*key)
-        child.observe(seconds)
+        _child(self._plugin_children, self.plugin_execution_duration, (plugin, point, status)).observe(seconds)
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One scheduling attempt ended: ``result`` is scheduled, unschedulable or error."""
@@ -96,3 +89,12 @@ class SchedulerMetrics:
                 self.scheduling_attempt_duration.labels(result, profile))
         children[0].inc()
         children[1].observe(seconds)
+
+
+def _child(children: dict[tuple[str, str, str], Histogram], histogram: Histogram,
+           labels: tuple[str, str, str]) -> Histogram:
+    """``histogram.labels(*labels)``, kept in ``children`` after the first call."""
+    child = children.get(labels)
+    if child is None:
+        child = children[labels] = histogram.labels(*labels)
+    return child
