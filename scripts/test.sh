@@ -27,6 +27,12 @@ if [ -z "${SCORER_PROMETHEUS_BIN:-}" ] && ! command -v prometheus >/dev/null 2>&
              "'apt-get install prometheus' as root, or set SCORER_PROMETHEUS_BIN" >&2
     fi
 fi
+# Tests marked `kube` run a real etcd + kube-apiserver v1.20.2 (tests/kubekit.py), built from Debian's `kubernetes`
+# source package into a cache outside the repository when missing (scripts/build-kube.sh, as root; a few minutes
+# the first time). Without it they skip, or fail under CI=true. SCORER_KUBE_BIN names a directory that has one.
+if [ -z "${SCORER_KUBE_BIN:-}" ] && ! bash scripts/build-kube.sh >/dev/null; then
+    echo "test.sh: no kube-apiserver: kube tests will skip (fail under CI=true)" >&2
+fi
 echo "test.sh: ruff check scorer tests contrib_plugins bench"
 .venv/bin/ruff check scorer tests contrib_plugins bench
 echo "test.sh: mypy scorer"

@@ -51,3 +51,15 @@ def prometheus(prometheus_bin, exporter, tmp_path):
         prometheus_bin, [exporter.target], scrape_interval="1s", data_dir=tmp_path / "prom", honor_labels=True
     ) as server:
         yield server
+
+
+# --- real etcd + kube-apiserver (tests/kubekit.py); tests using it are marked @pytest.mark.kube ---
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory):
+    """A started kubekit.ControlPlane shared by the session; skips (or fails under CI=true) without one."""
+    from kubekit import ControlPlane
+
+    with ControlPlane(tmp_path_factory.mktemp("control-plane")) as plane:
+        yield plane
