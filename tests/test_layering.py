@@ -11,8 +11,8 @@ Layers, from the bottom; a module may import only from its own layer or below:
  5. ``scorer.framework``
  6. ``scorer.plugins``
  7. ``scorer.config``, ``scorer.queue``
- 8. ``scorer.cycle``, ``scorer.scheduler``, ``scorer.binding``, ``scorer.cluster``, ``scorer.eventhandlers``,
-    ``scorer.hookspecs``, ``scorer.registry``
+ 8. ``scorer.cycle``, ``scorer.scheduler``, ``scorer.binding``, ``scorer.cluster``, ``scorer.kube``,
+    ``scorer.eventhandlers``, ``scorer.hookspecs``, ``scorer.registry``
  9. ``scorer.assembly``, ``scorer.simulate``, ``scorer.explain``, ``scorer.testing``, ``scorer.cli``,
     ``scorer.__main__``, ``scorer.data``
 
@@ -49,7 +49,7 @@ LAYERS: dict[str, int] = {
     "scorer.framework": 5,
     "scorer.plugins": 6,
     "scorer.config": 7, "scorer.queue": 7,
-    "scorer.cycle": 8, "scorer.scheduler": 8, "scorer.binding": 8, "scorer.cluster": 8,
+    "scorer.cycle": 8, "scorer.scheduler": 8, "scorer.binding": 8, "scorer.cluster": 8, "scorer.kube": 8,
     "scorer.eventhandlers": 8, "scorer.hookspecs": 8, "scorer.registry": 8,
     "scorer.assembly": 9, "scorer.simulate": 9, "scorer.explain": 9, "scorer.testing": 9, "scorer.cli": 9,
     "scorer.__main__": 9, "scorer.data": 9,
