@@ -1,6 +1,8 @@
 """The Kubernetes API side of ``scorer run`` (plain aiohttp, no generated client).
 
 ``config``: how to reach the API server (kubeconfig or in-cluster);
-``ratelimit``: the client-side token bucket of ``clientConnection.qps``/``burst``.
-The reflectors, binder and event writer of the service build on these.
+``ratelimit``: the client-side token bucket of ``clientConnection.qps``/``burst``;
+``client``: bounded requests through both; ``writer``: bindings, Events and the
+PodScheduled condition (the ``ClusterWriter`` of ``scorer.cluster.interface``).
+The reflectors of the service come next.
 """

@@ -1,0 +1,101 @@
+"""A small asyncio client for the Kubernetes REST API: aiohttp, the token bucket, bounded requests.
+
+``ApiClient.request`` sends one request to the API server of a
+``ClusterAccess`` (its TLS settings and bearer token, re-read when its file
+rotates) after taking a token from the qps/burst bucket, and returns the
+status, headers and body. Transport failures (refused, reset, TLS, timeout)
+are an ``ApiUnavailable`` naming the server; HTTP statuses are the caller's
+to interpret (``ApiResponse.reason()`` gives the API's own message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import attrs
+import orjson
+
+from scorer.errors import ScorerError
+from scorer.kube.config import ClusterAccess
+from scorer.kube.ratelimit import TokenBucket
+
+# kube-scheduler's clientConnection defaults.
+DEFAULT_QPS = 50.0
+DEFAULT_BURST = 100
+DEFAULT_TIMEOUT = 30.0
+# A Kubernetes object can be about 1.5 MB; aiohttp's default buffer fails lines over 512 KiB.
+READ_BUFSIZE = 2**21
+
+
+class ApiUnavailable(ScorerError):
+    """The API server could not be reached or did not answer in time."""
+
+
+@attrs.frozen(slots=True)
+class ApiResponse:
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+    def json(self) -> Any:
+        return orjson.loads(self.body) if self.body else None
+
+    def reason(self) -> str:
+        """The message of the API's ``Status`` object, else the start of the body."""
+        try:
+            data = self.json()
+        except orjson.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("message"), str):
+            return str(data["message"])
+        return self.body[:200].decode("utf-8", "replace")
+
+
+class ApiClient:
+    """Requests to one API server; ``close()`` (or ``async with``) ends its connections."""
+
+    def __init__(self, access: ClusterAccess, *, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST,
+                 timeout: float = DEFAULT_TIMEOUT, user_agent: str = "scorer") -> None:
+        self.access = access
+        self.bucket = TokenBucket(qps, burst)
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.user_agent = user_agent
+        self.requests = 0  # sent, for tests and metrics
+        self._ssl = access.ssl_context()
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(read_bufsize=READ_BUFSIZE, timeout=self.timeout,
+                                                  headers={"User-Agent": self.user_agent})
+        return self._session
+
+    async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
+                      content_type: str = "application/json") -> ApiResponse:
+        await self.bucket.acquire()
+        headers = {**self.access.headers(), "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = orjson.dumps(body)
+            headers["Content-Type"] = content_type
+        self.requests += 1
+        try:
+            async with self._open().request(method, self.access.server + path, data=data, params=params,
+                                            headers=headers, ssl=self._ssl if self._ssl is not None else True
+                                            ) as response:
+                return ApiResponse(response.status, await response.read(), dict(response.headers))
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            raise ApiUnavailable(f"{method} {self.access.server}{path}: "
+                                 f"{type(error).__name__}: {error or 'timed out'}") from None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def __aenter__(self) -> ApiClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
