@@ -7,12 +7,12 @@ import json
 import pytest
 
 from scorer.cluster.interface import BindConflict, ClusterWriter
-from scorer.kube.client import ApiClient, ApiUnavailable
+from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.writer import ApiWriter
 from scorer.model import pod_from_dict
 
-pytestmark = pytest.mark.kube
+kube = pytest.mark.kube
 
 
 def create(control_plane, kind: str, path: str, body: dict) -> dict:
@@ -36,6 +36,7 @@ def node_name(control_plane, request) -> str:
     return name
 
 
+@kube
 async def test_bind_succeeds_once_and_conflicts_are_final(control_plane, node_name) -> None:
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
         writer = ApiWriter(client)
@@ -51,6 +52,7 @@ async def test_bind_succeeds_once_and_conflicts_are_final(control_plane, node_na
             await writer.bind(pod.__class__(namespace="default", name="w-gone", uid="x"), node_name)
 
 
+@kube
 async def test_events_and_the_condition_are_written_once(control_plane) -> None:
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
         writer = ApiWriter(client, controller="my-scheduler")
@@ -71,6 +73,7 @@ async def test_events_and_the_condition_are_written_once(control_plane) -> None:
             ("PodScheduled", "False", "Unschedulable", message)]
 
 
+@kube
 async def test_a_condition_for_a_deleted_pod_is_dropped_quietly(control_plane) -> None:
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
         pod = new_pod(control_plane, "w-deleted")
@@ -78,9 +81,31 @@ async def test_a_condition_for_a_deleted_pod_is_dropped_quietly(control_plane) -
         await ApiWriter(client).write_pod_condition(pod, "False", "Unschedulable", "x")  # no error
 
 
+@kube
 async def test_an_unreachable_server_is_api_unavailable(control_plane, tmp_path) -> None:
     text = control_plane.kubeconfig.read_text().replace(control_plane.url, "https://127.0.0.1:9")
     (tmp_path / "kubeconfig").write_text(text)
     async with ApiClient(load_kubeconfig(tmp_path / "kubeconfig"), timeout=5) as client:
         with pytest.raises(ApiUnavailable, match="127.0.0.1:9"):
             await client.request("GET", "/api/v1/nodes")
+
+
+class _NoEventsGroup:
+    """A client whose server does not serve events.k8s.io (as before 1.19): 404 there, 201 elsewhere."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def request(self, method: str, path: str, **kwargs: object) -> ApiResponse:
+        self.paths.append(path)
+        return ApiResponse(404 if path.startswith("/apis/events.k8s.io/") else 201, b"{}")
+
+
+async def test_events_fall_back_to_core_v1_when_the_events_group_is_not_served() -> None:
+    client = _NoEventsGroup()
+    writer = ApiWriter(client)  # type: ignore[arg-type]
+    pod = pod_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"}})
+    await writer.write_event(pod, "Normal", "Scheduled", "Binding", "Successfully assigned ns/p to n")
+    await writer.write_event(pod, "Normal", "Scheduled", "Binding", "again")
+    assert client.paths == ["/apis/events.k8s.io/v1/namespaces/ns/events", "/api/v1/namespaces/ns/events",
+                            "/api/v1/namespaces/ns/events"]  # the group is asked once, then core v1 only
