@@ -71,9 +71,6 @@ from scorer.inputs.duration import format_duration, parse_duration
 
 T = TypeVar("T")
 
-# The one value describer of scorer, under the name config modules import.
-describe = describe_value
-
 _FAILED: Any = object()  # sentinel: conversion failed, the error is recorded
 _INT_BITS = 64
 _HEADER_KEYS = ("apiVersion", "kind")

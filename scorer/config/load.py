@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from scorer.config.convert import describe, plain, structure_into
+from scorer.config.convert import plain, structure_into
 from scorer.config.defaults import (
     FIT,
     INVALID_IN_V1,
@@ -55,7 +55,7 @@ from scorer.config.types import (
 )
 from scorer.errors import ConfigError
 from scorer.framework.catalog import PluginInfo
-from scorer.inputs.describe import join_path, quote
+from scorer.inputs.describe import describe_value, join_path, quote
 from scorer.inputs.names import extended_resource_name_errors
 
 Catalog = Mapping[str, PluginInfo]
@@ -263,7 +263,7 @@ class _Decoder:
         left out of defaulting, the others are still defaulted and validated.
         """
         if not isinstance(data, Mapping):
-            self.error("", f"expected a KubeSchedulerConfiguration object, got {describe(data)}")
+            self.error("", f"expected a KubeSchedulerConfiguration object, got {describe_value(data)}")
             return None, ()
         known_errors = len(self.errors)
         self.version = self._header(data)
@@ -273,20 +273,14 @@ class _Decoder:
         top_errors: list[tuple[str, str]] = []
         wire = structure_into(_WireConfig, body, "", top_errors)
         raw_profiles = body.get("profiles")
-        if wire is not None:
-            raw_list: list[Any] | None = list(wire.profiles)
-        elif raw_profiles is None or isinstance(raw_profiles, list):
-            raw_list = list(raw_profiles or ())  # another top-level field failed
-        else:
-            raw_list = None  # ``profiles`` itself is not a list (reported)
         profile_errors: list[tuple[str, str]] = []
-        wire_profiles = [
-            (i, structure_into(_WireProfile, raw, f"profiles[{i}]", profile_errors))
-            for i, raw in enumerate(raw_list or ())
-        ]
+        wire_profiles: list[tuple[int, _WireProfile | None]] = []
+        if raw_profiles is None or isinstance(raw_profiles, list):  # else reported as not a list
+            wire_profiles = [
+                (i, structure_into(_WireProfile, raw, f"profiles[{i}]", profile_errors))
+                for i, raw in enumerate(raw_profiles or ())
+            ] or [(0, _WireProfile())]  # kube adds one empty profile
         self.errors.extend(_in_document_order(list(body), "profiles", top_errors, profile_errors))
-        if raw_list == []:
-            wire_profiles = [(0, _WireProfile())]  # kube adds one empty profile
         return self._default_and_validate(wire or _WireConfig(), wire_profiles)
 
     def _header(self, data: Mapping[str, Any]) -> str:
@@ -319,7 +313,7 @@ class _Decoder:
             if self.version not in (V1BETA1, V1BETA2):
                 self._not_in_version(key, (V1BETA1, V1BETA2))
             elif value is not None and not isinstance(value, str):
-                self.error(key, f"expected a string, got {describe(value)}")
+                self.error(key, f"expected a string, got {describe_value(value)}")
             else:
                 self.warn(
                     f"{key} is deprecated ({self.version}) and ignored: "

@@ -229,10 +229,11 @@ def parse_documents(
     strict: bool = True,
 ) -> list[Document]:
     """Like ``read_documents`` for text (or bytes, which must be UTF-8) in memory."""
+    max_bytes = max_input_bytes(limits)
     if isinstance(text, bytes):
-        text = _decode(text, source, max_input_bytes(limits))
-    elif len(text) > max_input_bytes(limits):
-        raise ReadError(source, _too_large(max_input_bytes(limits), len(text)))
+        text = _decode(text, source, max_bytes)
+    elif len(text) > max_bytes:
+        raise ReadError(source, _too_large(max_bytes, len(text)))
     text = text.removeprefix("\ufeff")
     if syntax == "json" or (syntax == "auto" and _looks_like_json(text)):
         try:

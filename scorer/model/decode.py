@@ -159,15 +159,17 @@ def _required_str(obj: Mapping[str, Any], key: str, path: str) -> str:
     return value
 
 
-def _choice(obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> str:
-    """A required string out of ``allowed``."""
+def _choice(
+    obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...], what: str = "value"
+) -> str:
+    """A required string out of ``allowed`` (``what`` names it in the error: value, operator)."""
     value = _str(obj, key, path)
     if value in allowed:
         return value
     choices = ", ".join(allowed)
     if not value:
         raise FieldError(join_path(path, key), f"required, expected one of {choices}")
-    raise FieldError(join_path(path, key), f"unknown value {quote(value)}, expected one of {choices}")
+    raise FieldError(join_path(path, key), f"unknown {what} {quote(value)}, expected one of {choices}")
 
 
 def _optional_choice(
@@ -323,15 +325,7 @@ def _toleration(obj: Mapping[str, Any], path: str) -> Toleration:
 
 
 def _operator(obj: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> str:
-    operator = _str(obj, "operator", path)
-    if operator in allowed:
-        return operator
-    choices = ", ".join(allowed)
-    if not operator:
-        raise FieldError(join_path(path, "operator"), f"required, expected one of {choices}")
-    raise FieldError(
-        join_path(path, "operator"), f"unknown operator {quote(operator)}, expected one of {choices}"
-    )
+    return _choice(obj, "operator", path, allowed, what="operator")
 
 
 def _check_values(operator: str, values: tuple[str, ...], path: str) -> None:
