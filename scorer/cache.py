@@ -135,7 +135,7 @@ class ClusterCache:
         self.pod_node[key] = node_name
         self.assumed.discard(key)
         if row is not None:
-            self.table.add_pod(pod, node_name)
+            table.add_pod(pod, node_name)
         else:
             self._waiting.setdefault(node_name, {})[key] = pod
 

@@ -124,7 +124,6 @@ class Scheduler:
         self.algorithm = ScheduleAlgorithm(cache, percentage_of_nodes_to_score=percentage_of_nodes_to_score, rng=rng)
         self.cycle = SchedulingCycle(cache, queue, recorder, self.algorithm, metrics=metrics, on_report=on_report)
         self.binding = BindingCycle(self.cycle)
-        self.max_concurrent_bindings = max_concurrent_bindings
         self.pop_timeout = pop_timeout
         self.stop_grace = stop_grace
         self.yield_interval = yield_interval

@@ -78,9 +78,14 @@ def test_cache_assume_forget_and_confirm():
     import attrs
 
     cache.assume(pod, "n")
-    cache.add_pod(attrs.evolve(pod, node_name="n"))
+    version = cache.table.version
+    bound = attrs.evolve(pod, node_name="n", labels={"app": "web"})
+    cache.add_pod(bound)
     assert not cache.is_assumed(pod.key)
     assert cache.table.requested[0, PODS] == 1
+    # Confirming replaces the object (its labels are read by inter-pod affinity) and bumps the version.
+    assert cache.pods_on("n") == (bound,) and cache.pods[pod.key] is bound
+    assert cache.table.version > version
 
 
 def test_pod_seen_before_its_node():

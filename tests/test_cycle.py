@@ -4,7 +4,6 @@ plugin failures (a raising plugin is an Error naming it), skipped pods, metrics.
 from __future__ import annotations
 
 import asyncio
-import random
 
 import attrs
 import numpy as np
@@ -166,9 +165,6 @@ def test_status_helpers():
     assert Status.unschedulable("x", resolvable=False).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert Status(Code.UNSCHEDULABLE, ("a", "b")).message() == "a, b"
     assert Code.UNSCHEDULABLE_AND_UNRESOLVABLE.label == "UnschedulableAndUnresolvable"
-    assert random.Random(0).random() == random.Random(0).random()
-
-
 
 
 def test_failed_at_names_the_extension_point_of_the_error():

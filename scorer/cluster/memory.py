@@ -137,9 +137,6 @@ class InMemoryCluster:
     def pending_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if not p.node_name]
 
-    def bound_pods(self) -> list[Pod]:
-        return [p for p in self.pods.values() if p.node_name]
-
 
 _POD_FIELDS = tuple(field.name for field in attrs.fields(Pod))  # the derived ones (init=False) too
 
