@@ -33,6 +33,7 @@ from scorer import __version__
 from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import ConfigError, InputError, PluginError, ScorerError
 from scorer.explain import explain_pod, format_table
+from scorer.inputs.describe import printable
 from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
 from scorer.simulate import demo_config, load_cluster, simulate
 from scorer.sources import MetricsSnapshot, load_snapshot
@@ -63,25 +64,14 @@ _UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
     "\ud800-\udfff\U000e0000-\U000e007f]"
 )
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    short = _SHORT_ESCAPES.get(char)
-    if short is not None:
-        return short
-    code = ord(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def escape(text: str) -> str:
     """``text`` safe for a terminal, on one line: controls and invisible format characters as
-    ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e`` (Python's repr spelling). Backslashes are kept as they
-    are, so messages that already quote a value with ``repr`` are not escaped twice."""
-    return _UNSAFE.sub(_escape_char, text)
+    ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e`` (Python's repr spelling, as ``printable`` writes them).
+    Backslashes are kept as they are, so messages that already quote a value with ``repr`` are not
+    escaped twice."""
+    return _UNSAFE.sub(lambda match: printable(match.group()), text)
 
 
 def escape_all(value: Any) -> Any:

@@ -16,8 +16,11 @@ This module is a leaf: it imports nothing else of scorer.
 from __future__ import annotations
 
 import random
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+M = TypeVar("M", Counter, Histogram)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -66,19 +69,19 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "status"], buckets=BUCKETS_PLUGIN, registry=self.registry)
         # Labelled children by label values: labels() costs microseconds, a dict lookup does not.
         self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
-        self._point_children: dict[tuple[str, str, str], Histogram] = {}
-        self._plugin_children: dict[tuple[str, str, str], Histogram] = {}
+        self._point_children: dict[tuple[str, ...], Histogram] = {}
+        self._plugin_children: dict[tuple[str, ...], Histogram] = {}
 
     def sample_plugins(self) -> bool:
         """Whether this cycle records per-plugin durations (about ``sample_percent`` % of cycles)."""
         return self._rng.randrange(100) < self.sample_percent
 
     def observe_extension_point(self, point: str, status: str, profile: str, seconds: float) -> None:
-        _child(self._point_children, self.framework_extension_point_duration, (point, status, profile)).observe(
-            seconds)
+        histogram = self.framework_extension_point_duration
+        labelled_child(self._point_children, histogram, (point, status, profile)).observe(seconds)
 
     def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        _child(self._plugin_children, self.plugin_execution_duration, (plugin, point, status)).observe(seconds)
+        labelled_child(self._plugin_children, self.plugin_execution_duration, (plugin, point, status)).observe(seconds)
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One scheduling attempt ended: ``result`` is scheduled, unschedulable or error."""
@@ -91,10 +94,9 @@ class SchedulerMetrics:
         children[1].observe(seconds)
 
 
-def _child(children: dict[tuple[str, str, str], Histogram], histogram: Histogram,
-           labels: tuple[str, str, str]) -> Histogram:
-    """``histogram.labels(*labels)``, kept in ``children`` after the first call."""
+def labelled_child(children: dict[tuple[str, ...], M], family: M, labels: tuple[str, ...]) -> M:
+    """``family.labels(*labels)``, kept in ``children`` after the first call."""
     child = children.get(labels)
     if child is None:
-        child = children[labels] = histogram.labels(*labels)
+        child = children[labels] = family.labels(*labels)
     return child

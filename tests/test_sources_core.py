@@ -168,6 +168,8 @@ def test_reader_states_ages_and_default_max_age():
     assert reading.state.tolist() == [0, 0, 1, 2]  # fresh, fresh, stale, missing
     assert reading.ages[:3].tolist() == [0.0, 89.0, 91.0] and np.isnan(reading.ages[3])
     assert not reading.fail_open
+    # Failing open is about the whole cluster: a batch of stale and missing nodes does not, n1 is fresh.
+    assert not reader.read(NodeBatch(cache.table, cache.table.rows()[2:])).fail_open
     scores = reader.apply_policy(np.array([10, 20, 30, 40]), reading)
     assert scores.tolist() == [10, 20, 50, 50]
     assert hub.telemetry.registry.get_sample_value(
@@ -232,6 +234,29 @@ def test_in_flight_counts_until_a_later_sample_and_expires():
     clock.now = 1400.0  # past the ttl
     assert reader.read(batch).in_flight_counts().tolist() == [0, 0]
     assert hub.in_flight.entries == {}
+
+
+def test_in_flight_columns_follow_placements_between_reads():
+    """Placements between reads are appended to the tracker's columns; a removal, or a node added to the
+    table, rebuilds them: each read sees exactly the entries there are, on the right nodes."""
+    clock = Clock(1000.0)
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.5, 0.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(in_flight=InFlightArgs(settle_time=timedelta(seconds=30))))
+    cache = make_cache([make_node("n1"), make_node("n2")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    hub.in_flight.placed(make_pod("a"), "n2", at=1000.0)
+    assert reader.read(batch).in_flight_counts().tolist() == [0, 1]
+    hub.in_flight.placed(make_pod("b"), "n1", at=1000.0)
+    hub.in_flight.placed(make_pod("c"), "n3", at=1000.0)  # not a node yet
+    reading = reader.read(batch)
+    assert reading.in_flight_counts().tolist() == [1, 1]
+    assert [p.name for p in reading.in_flight_pods] == ["a", "b"]
+    hub.in_flight.removed(make_pod("a").key)
+    hub.in_flight.placed(make_pod("d"), "n2", at=1000.0)
+    assert [p.name for p in reader.read(batch).in_flight_pods] == ["b", "d"]
+    cache.add_node(make_node("n3"))
+    batch = NodeBatch(cache.table, cache.table.rows())
+    assert reader.read(batch).in_flight_counts().tolist() == [1, 1, 1]
 
 
 def test_in_flight_disabled():

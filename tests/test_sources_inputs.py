@@ -239,11 +239,12 @@ def test_policy_label_values_are_bounded():
     source = hub.source(plugin="P", metric="cpu", address="", query="q", source_args=SourceArgs())
     reader = MetricReader(hub, "P", "cpu", source, DataPolicyArgs(on_missing="min"), SourceArgs())
     table = make_cache(nodes).table
-    reader.apply_policy(np.zeros(3, dtype=np.int64), reader.read(NodeBatch(table, table.rows())))
+    for _ in range(2):  # counted once per node per cycle
+        reader.apply_policy(np.zeros(3, dtype=np.int64), reader.read(NodeBatch(table, table.rows())))
     samples = [s for m in hub.registry.collect() if m.name == "scorer_metrics_policy_nodes" for s in m.samples
                if s.name.endswith("_total")]
     assert {(s.labels["state"], s.labels["policy"]): s.value for s in samples} == {
-        ("stale", "min"): 1.0, ("missing", "min"): 1.0}
+        ("stale", "min"): 2.0, ("missing", "min"): 2.0}
     assert all(s.labels["state"] in STATES and s.labels["policy"] in POLICIES for s in samples)
     with pytest.raises(ValueError, match="unbounded label value"):
         hub.telemetry.count_policy("P", "gone", "min", 1)

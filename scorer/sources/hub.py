@@ -50,21 +50,27 @@ class InFlightTracker:
 
     def __init__(self) -> None:
         self.entries: dict[str, InFlightPod] = {}
-        self.version = 0
         self._pruned_at = float("-inf")
-        self._columns_key: tuple[int, int, int] | None = None
+        self._columns_key: tuple[int, int] | None = None  # the table the columns were built for
         self._columns: tuple[np.ndarray, np.ndarray, tuple[Pod, ...]] = (np.zeros(0, dtype=np.int64), np.zeros(0), ())
+        # Since the columns were built: entries added at the end of ``entries`` (appended to the
+        # columns), or any other change (the columns are rebuilt).
+        self._added: list[InFlightPod] = []
+        self._changed = False
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
         if entry is not None and entry.node == node and entry.pod.uid == pod.uid:
             return  # the same placement seen again
-        self.entries[pod.key] = InFlightPod(pod, node, at)
-        self.version += 1
+        added = self.entries[pod.key] = InFlightPod(pod, node, at)
+        if entry is not None:
+            self._changed = True  # replaced in place: same position in ``entries``
+        elif not self._changed:  # else the columns are rebuilt anyway
+            self._added.append(added)
 
     def removed(self, pod_key: str) -> None:
         if self.entries.pop(pod_key, None) is not None:
-            self.version += 1
+            self._changed = True
 
     def prune(self, now: float, ttl: float) -> None:
         if now - self._pruned_at < self.PRUNE_EVERY:
@@ -74,20 +80,28 @@ class InFlightTracker:
         for key in old:
             del self.entries[key]
         if old:
-            self.version += 1
+            self._changed = True
 
     def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
-        """(row in ``table`` or -1, placement time, pod) per entry; shared by every reader,
-        rebuilt when an entry or the table's rows change."""
-        key = (self.version, id(table), table.layout_version)
-        if self._columns_key != key:
-            entries = list(self.entries.values())
-            index = table.index
-            self._columns = (np.array([index.get(e.node, -1) for e in entries], dtype=np.int64),
-                             np.array([e.placed_at for e in entries], dtype=np.float64),
-                             tuple(e.pod for e in entries))
-            self._columns_key = key
+        """(row in ``table`` or -1, placement time, pod) per entry, in the order of ``entries``; shared
+        by every reader. New placements are appended (one per scheduling cycle); the columns are
+        rebuilt when an entry is removed or replaced, or the table's rows change."""
+        key = (id(table), table.layout_version)
+        if self._changed or self._columns_key != key:
+            self._columns = self._build(list(self.entries.values()), table)
+        elif self._added:
+            rows, times, pods = self._columns
+            new_rows, new_times, new_pods = self._build(self._added, table)
+            self._columns = (np.concatenate((rows, new_rows)), np.concatenate((times, new_times)), pods + new_pods)
+        self._columns_key, self._added, self._changed = key, [], False
         return self._columns
+
+    @staticmethod
+    def _build(entries: list[InFlightPod], table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+        index = table.index
+        return (np.array([index.get(e.node, -1) for e in entries], dtype=np.int64),
+                np.array([e.placed_at for e in entries], dtype=np.float64),
+                tuple(e.pod for e in entries))
 
 
 @attrs.frozen(slots=True)

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from scorer.metrics import labelled_child
 from scorer.sources.args import ON_MISSING
 from scorer.sources.data import ERROR_KINDS
 
@@ -63,6 +64,7 @@ class SourceTelemetry:
             "Nodes a metrics-driven plugin scored or filtered under its data policy because their value "
             "was stale, missing or not fetched yet (one count per node per scheduling cycle).",
             ["plugin", "state", "policy"], registry=registry)
+        self._policy_children: dict[tuple[str, ...], Counter] = {}  # labelled children of policy_nodes
         self._gauges = _SourceGauges(sources, node_names, clock)
         registry.register(self._gauges)
 
@@ -73,9 +75,10 @@ class SourceTelemetry:
 
     def count_policy(self, plugin: str, state: str, policy: str, nodes: int) -> None:
         """``nodes`` nodes of ``plugin`` in ``state`` got ``policy`` this cycle (both from fixed sets)."""
-        if state not in STATES or policy not in POLICIES:
+        labels = (plugin, state, policy)
+        if labels not in self._policy_children and (state not in STATES or policy not in POLICIES):
             raise ValueError(f"unbounded label value: state {state!r}, policy {policy!r}")
-        self.policy_nodes.labels(plugin, state, policy).inc(nodes)
+        labelled_child(self._policy_children, self.policy_nodes, labels).inc(nodes)
 
     def source_registered(self, name: str) -> None:
         """Create the labelled children so every series exists from the start (at 0)."""

@@ -47,6 +47,7 @@ so no prediction overflows; raw scores are capped at ``MAX_RAW_SCORE``.
 from __future__ import annotations
 
 from datetime import timedelta
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -79,6 +80,7 @@ CPU = "cpu"
 MEMORY = "memory"
 RESOURCES: tuple[str, ...] = (CPU, MEMORY)
 METRICS = {CPU: "cpu_utilization", MEMORY: "memory_utilization"}
+NON_ZERO_REQUEST = {CPU: attrgetter("non_zero_cpu"), MEMORY: attrgetter("non_zero_memory")}  # a pod's, per resource
 QUERIES = {
     CPU: '1 - avg by ({by}) (rate(node_cpu_seconds_total{mode="idle"}[{range}]))',
     MEMORY: "1 - avg by ({by}) (node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)",
@@ -303,18 +305,13 @@ class LoadAware:
     # -- prediction ------------------------------------------------------------------
     def estimate(self, pod: Pod, resource: str) -> float:
         """A pod's estimated usage: non-zero request (millicores / bytes) x scaling factor."""
-        request = pod.non_zero_cpu if resource == CPU else pod.non_zero_memory
-        return float(request) * self.args.estimator.of(resource)
+        return float(NON_ZERO_REQUEST[resource](pod)) * self.args.estimator.of(resource)
 
     def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
         """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
         pods = reading.in_flight_pods
-        factor = self.args.estimator.of(resource)
-        if resource == CPU:
-            requests = np.fromiter((p.non_zero_cpu for p in pods), dtype=np.float64, count=len(pods))
-        else:
-            requests = np.fromiter((p.non_zero_memory for p in pods), dtype=np.float64, count=len(pods))
-        load = reading.in_flight_sum(requests * factor)
+        requests = np.fromiter(map(NON_ZERO_REQUEST[resource], pods), dtype=np.float64, count=len(pods))
+        load = reading.in_flight_sum(requests * self.args.estimator.of(resource))
         if pod is not None:
             load += self.estimate(pod, resource)
         allocatable = nodes.allocatable(resource).astype(np.float64)

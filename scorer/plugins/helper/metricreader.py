@@ -43,6 +43,11 @@ STATE_NAMES: tuple[str, ...] = STATES  # indexed by the state codes above
 #: In-flight sums saturate here instead of overflowing to inf (metric values near the float maximum).
 FLOAT_MAX = float(np.finfo(np.float64).max)
 
+NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
+# With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
+# at Score only, the node gets the lowest score instead.
+POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NODE_SCORE, "filter": MIN_NODE_SCORE}
+
 
 def finite(values: np.ndarray) -> np.ndarray:
     """``values`` with NaN as 0 and infinities as the largest float (the same array when all are
@@ -50,10 +55,6 @@ def finite(values: np.ndarray) -> np.ndarray:
     if np.isfinite(values).all():
         return values
     return np.nan_to_num(values, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
-NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
-# With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
-# at Score only, the node gets the lowest score instead.
-POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NODE_SCORE, "filter": MIN_NODE_SCORE}
 
 
 def source_hub(handle: Handle) -> SourceHub:
@@ -110,6 +111,7 @@ class MetricReader:
         self._key: tuple[int, int, int] | None = None
         self._values_by_row = np.zeros(0)
         self._times_by_row = np.zeros(0)
+        self._newest = -np.inf  # the newest sample time of any node (-inf: none)
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
@@ -123,12 +125,15 @@ class MetricReader:
             n = len(table.names)
             values = np.full(n, np.nan)
             times = np.full(n, np.nan)
+            newest = -np.inf
             for row, name in enumerate(table.names):
                 v = data.values.get(name)
                 if v is not None:
                     values[row] = v
-                    times[row] = data.sample_times[name]
-            self._values_by_row, self._times_by_row, self._key = values, times, key
+                    times[row] = t = data.sample_times[name]
+                    if t > newest:
+                        newest = t
+            self._values_by_row, self._times_by_row, self._newest, self._key = values, times, newest, key
         return self._values_by_row, self._times_by_row
 
     def read(self, nodes: NodeBatch, now: float | None = None) -> Reading:
@@ -150,8 +155,7 @@ class MetricReader:
             state[:] = WARMING_UP
             fail_open = True
         else:
-            with np.errstate(invalid="ignore"):
-                fail_open = not bool(np.any(now - times_by_row <= self.max_age))
+            fail_open = not now - self._newest <= self.max_age  # no node has fresh data
         positions, pods = self._in_flight(table, rows, times_by_row, now)
         return Reading(values, ages, state, positions, pods, fail_open, now)
 
@@ -171,6 +175,8 @@ class MetricReader:
         # Counted until a sample taken ``settle`` seconds after the placement arrives.
         with np.errstate(invalid="ignore"):
             keep = (positions >= 0) & (np.isnan(sampled) | (sampled < placed_at + self.settle))
+        if keep.all():  # the common case: every placement is still unseen, on a node of the batch
+            return positions, pods
         chosen = np.flatnonzero(keep)
         return positions[chosen], tuple(pods[i] for i in chosen.tolist())
 
