@@ -1,0 +1,30 @@
+"""The command line of ``scorer run``, as one value the service is built from."""
+
+from __future__ import annotations
+
+import attrs
+
+DEFAULT_PORT = 10259  # kube-scheduler's DefaultKubeSchedulerPort
+DEFAULT_SHUTDOWN_TIMEOUT = 15.0  # SIGTERM to exit, bindings and lease release included
+DEFAULT_BINDING_GRACE = 10.0  # of which in-flight bindings may take this long
+
+
+@attrs.frozen(slots=True)
+class ServiceOptions:
+    """``config``: the KubeSchedulerConfiguration file. ``kubeconfig`` overrides its
+    ``clientConnection.kubeconfig``; with neither, the in-cluster service account
+    (else ``$KUBECONFIG`` or ``~/.kube/config`` when one exists)."""
+
+    config: str
+    kubeconfig: str | None = None
+    context: str | None = None
+    bind_address: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    log_format: str = "text"
+    enable_debug_endpoints: bool = False
+    autoload: bool | None = None
+    blocked: tuple[str, ...] = ()
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    binding_grace: float = DEFAULT_BINDING_GRACE

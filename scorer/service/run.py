@@ -1,0 +1,91 @@
+"""Running the service: the HTTP listener, signals, the bounded shutdown, the exit status.
+
+``serve(service)`` starts the application (its cleanup contexts start the
+parts), listens on ``--bind-address``:``--port`` (HTTPS when a certificate
+is given), and waits until a stop is requested: SIGTERM or SIGINT (exit 0),
+or a fatal failure (a lost lease, a crashed scheduling loop: exit 1). Then
+readiness fails, the scheduling loop stops taking pods, in-flight bindings
+get ``binding_grace`` seconds, the lease is released, the reflectors and
+sessions close, all within ``shutdown_timeout`` (15 s) in total.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import ssl
+
+from aiohttp import web
+
+from scorer.errors import InputError
+from scorer.service.app import Service
+from scorer.service.options import ServiceOptions
+
+log = logging.getLogger("scorer.service")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INPUT = 2
+
+
+class ListenError(InputError):
+    """The HTTP endpoint cannot be served (address in use, bad certificate)."""
+
+
+def server_ssl_context(options: ServiceOptions) -> ssl.SSLContext | None:
+    if not options.tls_cert_file and not options.tls_private_key_file:
+        return None
+    if not (options.tls_cert_file and options.tls_private_key_file):
+        raise ListenError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(options.tls_cert_file, options.tls_private_key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ListenError(f"--tls-cert-file {options.tls_cert_file} / --tls-private-key-file "
+                          f"{options.tls_private_key_file}: cannot load the certificate and key: {exc}") from None
+    return context
+
+
+async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = None) -> int:
+    """Run ``service`` until a stop is requested; the exit status. ``on_listening`` gets the port."""
+    options = service.options
+    context = server_ssl_context(options)
+    loop = asyncio.get_running_loop()
+    runner = web.AppRunner(service.app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, options.bind_address, options.port, ssl_context=context)
+        try:
+            await site.start()
+        except OSError as exc:
+            where = f"{options.bind_address}:{options.port}"
+            raise ListenError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        port = _bound_port(site, options.port)
+        scheme = "https" if context is not None else "http"
+        log.info("serving /metrics, /healthz, /livez, /readyz on %s://%s:%d", scheme, options.bind_address, port)
+        if on_listening is not None and not on_listening.done():
+            on_listening.set_result(port)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, service.request_stop, 0, signal.Signals(signum).name)
+        await service.stop_requested.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        service.begin_shutdown()
+        try:
+            async with asyncio.timeout(options.shutdown_timeout):
+                await runner.cleanup()
+        except TimeoutError:
+            log.error("shutdown did not finish within %.0fs; exiting anyway", options.shutdown_timeout)
+            service.exit_code = service.exit_code or EXIT_FAILED
+    log.info("stopped (exit status %d)", service.exit_code)
+    return service.exit_code
+
+
+def _bound_port(site: web.TCPSite, default: int) -> int:
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or ()
+    for sock in sockets:
+        return int(sock.getsockname()[1])
+    return default

@@ -1,0 +1,263 @@
+"""The service application over an in-memory cluster: endpoints, readiness, leadership, stopping.
+
+The same ``Service`` runs against the real API server in tests/test_service_kube.py; here the
+cluster source is an ``InMemoryCluster``, so these tests are fast and need no binaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+
+import pytest
+
+from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
+from scorer.registry import build_registry
+from scorer.service import logs
+from scorer.service.app import Service
+from scorer.service.options import ServiceOptions
+from scorer.service.run import ListenError, serve, server_ssl_context
+from scorer.service.supervisor import Supervisor
+from scorer.testing import make_node, make_pod
+
+
+class GatedSource:
+    """An InMemoryCluster whose initial list is delivered only once ``release()`` is called."""
+
+    def __init__(self, cluster: InMemoryCluster) -> None:
+        self.cluster = cluster
+        self.gate = asyncio.Event()
+
+    def release(self) -> None:
+        self.gate.set()
+
+    async def run(self, handlers) -> None:
+        await self.gate.wait()
+        await self.cluster.run(handlers)
+
+    def has_synced(self) -> bool:
+        return self.cluster.has_synced()
+
+    async def wait_for_sync(self) -> None:
+        await self.gate.wait()
+        await self.cluster.wait_for_sync()
+
+
+class FakeElector:
+    """A leader elector driven by the test: ``grant()`` makes it lead, ``lose()`` ends its run."""
+
+    def __init__(self) -> None:
+        self.leading = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.released = False
+        self.renewed = True
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leading.is_set() and not self.ended.is_set()
+
+    def grant(self) -> None:
+        self.leading.set()
+
+    def lose(self) -> None:
+        self.ended.set()
+
+    async def run(self) -> None:
+        await self.ended.wait()
+
+    async def wait_until_leader(self) -> None:
+        await self.leading.wait()
+
+    async def release(self) -> None:
+        self.released = True
+
+    def healthy(self) -> bool:
+        return self.renewed
+
+    def state(self) -> str:
+        return "leader" if self.is_leader else "standby"
+
+
+def make_service(pods=5, *, elector=None, gated=False, debug=False):
+    nodes = [make_node(f"node-{i}") for i in range(3)]
+    pending = [make_pod(f"pod-{i}", cpu="100m") for i in range(pods)]
+    cluster = InMemoryCluster(nodes, pending, [])
+    asm = assemble(None, cluster, registry=build_registry(autoload=False))
+    source = GatedSource(cluster) if gated else cluster
+    options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, enable_debug_endpoints=debug,
+                             binding_grace=1.0, shutdown_timeout=5.0)
+    return Service(asm, source, options, elector=elector), cluster, source
+
+
+async def wait_for(predicate, timeout=10.0):
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+async def test_schedules_and_serves_metrics_and_probes(aiohttp_client):
+    service, cluster, _ = make_service(pods=5)
+    client = await aiohttp_client(service.app())
+    await wait_for(lambda: not cluster.pending_pods())
+    assert cluster.binds == 5
+    response = await client.get("/metrics")
+    assert response.status == 200
+    text = await response.text()
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 5.0' in text
+    for path in ("/healthz", "/livez", "/readyz"):
+        response = await client.get(path)
+        assert (response.status, await response.text()) == (200, "ok")
+    response = await client.get("/readyz?verbose")
+    body = await response.text()
+    assert body.splitlines()[:4] == ["[+]ping ok", "[+]informer-sync ok", "[+]shutdown ok", "readyz check passed"]
+    assert (await client.get("/readyz/informer-sync")).status == 200
+    assert (await client.get("/readyz/nonsense")).status == 404
+    # No internals without --enable-debug-endpoints.
+    assert (await client.get("/debug/queue")).status == 404
+    assert (await client.get("/configz")).status == 404
+
+
+async def test_readyz_fails_until_the_caches_synced(aiohttp_client):
+    service, cluster, source = make_service(pods=2, gated=True)
+    client = await aiohttp_client(service.app())
+    response = await client.get("/readyz")
+    assert response.status == 503
+    body = await response.text()
+    assert "[-]informer-sync failed: waiting for the caches to sync" in body
+    assert body.rstrip().endswith("readyz check failed")
+    response = await client.get("/readyz?exclude=informer-sync")
+    assert response.status == 200
+    assert (await client.get("/livez")).status == 200  # alive while it syncs
+    assert cluster.binds == 0
+    source.release()
+    await wait_for(lambda: cluster.binds == 2)
+    assert (await client.get("/readyz")).status == 200
+
+
+async def test_debug_endpoints_when_enabled(aiohttp_client):
+    service, cluster, _ = make_service(pods=0, debug=True)
+    cluster.apply(make_pod("huge", cpu="100"))  # fits nowhere: stays in the queue
+    client = await aiohttp_client(service.app())
+    await wait_for(lambda: service.asm.queue.pending_counts()["unschedulable"] == 1)
+    queue = json.loads(await (await client.get("/debug/queue")).text())
+    assert queue["pending"]["unschedulable"] == 1
+    assert queue["pods"][0]["pod"] == "default/huge"
+    assert queue["pods"][0]["unschedulablePlugins"] == ["NodeResourcesFit"]
+    config = json.loads(await (await client.get("/configz")).text())
+    assert config["kind"] == "KubeSchedulerConfiguration"
+
+
+async def test_standby_does_not_schedule_until_it_leads(aiohttp_client):
+    elector = FakeElector()
+    service, cluster, _ = make_service(pods=3, elector=elector)
+    client = await aiohttp_client(service.app())
+    await wait_for(lambda: len(service.asm.queue.pending_pods()) == 3)  # caches warm
+    await asyncio.sleep(0.2)
+    assert cluster.binds == 0
+    assert (await client.get("/readyz")).status == 200  # a standby is ready: it serves health
+    verbose = await (await client.get("/healthz?verbose")).text()
+    assert "[+]leaderElection ok" in verbose and "[+]leader-election standby" in verbose
+    elector.grant()
+    await wait_for(lambda: cluster.binds == 3)
+
+
+async def test_losing_the_lease_stops_scheduling_and_exits_non_zero(aiohttp_client):
+    elector = FakeElector()
+    service, cluster, _ = make_service(pods=2, elector=elector)
+    await aiohttp_client(service.app())
+    elector.grant()
+    await wait_for(lambda: cluster.binds == 2)
+    elector.lose()
+    await wait_for(lambda: service.stop_requested.is_set())
+    assert service.exit_code == 1
+    assert service.leadership_lost
+    cluster.apply(make_pod("late", cpu="100m"))
+    await asyncio.sleep(0.2)
+    assert cluster.binds == 2  # no longer schedules
+
+
+async def test_serve_listens_stops_on_request_and_releases_the_lease():
+    elector = FakeElector()
+    elector.grant()
+    service, cluster, _ = make_service(pods=2, elector=elector)
+    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(service, on_listening=listening))
+    port = await asyncio.wait_for(listening, 10)
+    await wait_for(lambda: cluster.binds == 2)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    response = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
+    service.request_stop(0, "test")
+    assert await asyncio.wait_for(task, 10) == 0
+    assert elector.released
+
+
+async def test_serve_reports_a_busy_port():
+    service, _, _ = make_service(pods=0)
+    blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = blocker.sockets[0].getsockname()[1]
+    service.options = ServiceOptions(config="", bind_address="127.0.0.1", port=port, shutdown_timeout=5.0)
+    try:
+        with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{port}"):
+            await serve(service)
+    finally:
+        blocker.close()
+
+
+def test_tls_options_need_both_files_and_a_loadable_pair(tmp_path):
+    with pytest.raises(ListenError, match="go together"):
+        server_ssl_context(ServiceOptions(config="", tls_cert_file="cert.pem"))
+    (tmp_path / "c.pem").write_text("not a certificate")
+    with pytest.raises(ListenError, match="cannot load the certificate and key"):
+        server_ssl_context(ServiceOptions(config="", tls_cert_file=str(tmp_path / "c.pem"),
+                                          tls_private_key_file=str(tmp_path / "c.pem")))
+
+
+async def test_supervisor_restarts_a_crashed_task_and_reports_a_fatal_one():
+    fatal = []
+    supervisor = Supervisor(fatal.append, initial_backoff=0.01, max_backoff=0.02)
+    runs = []
+
+    async def flaky():
+        runs.append(1)
+        if len(runs) < 3:
+            raise RuntimeError("boom")
+        await asyncio.Event().wait()
+
+    async def broken():
+        raise ValueError("bad")
+
+    supervisor.start("flaky", flaky, restart=True)
+    supervisor.start("broken", broken, restart=False)
+    await wait_for(lambda: len(runs) == 3 and fatal)
+    assert supervisor.restarts == {"flaky": 2}
+    assert fatal == ["broken"]
+    assert supervisor.failure == "broken: ValueError: bad"
+    await supervisor.stop()
+    assert all(task.done() for task in supervisor.tasks.values())
+
+
+def test_log_lines_are_one_line_each_in_text_and_json():
+    for fmt in ("text", "json"):
+        stream = io.StringIO()
+        logs.configure(fmt, stream=stream)
+        logger = logging.getLogger("scorer.test")
+        try:
+            raise RuntimeError("multi\nline")
+        except RuntimeError:
+            logger.exception("failed for pod %s", "default/a\nb")
+        lines = stream.getvalue().splitlines()
+        assert len(lines) == 1
+        if fmt == "json":
+            entry = json.loads(lines[0])
+            assert entry["level"] == "ERROR" and entry["logger"] == "scorer.test"
+            assert entry["message"] == "failed for pod default/a\nb"
+            assert "RuntimeError: multi\nline" in entry["exception"]
+        else:
+            assert " ERROR scorer.test failed for pod default/a\\nb | Traceback" in lines[0]
+    logging.getLogger().handlers.clear()
