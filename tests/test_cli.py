@@ -534,3 +534,57 @@ def test_config_validate_escapes_scheduler_name(capsys, tmp_path):
     assert 'profile "a\\nprofile "forged" (percentageOfNodesToScore: 1%)\\x1b[8m"' in described
     assert not any(line.startswith('profile "forged"') for line in out.splitlines())
     assert "\x1b" not in out
+
+
+CONSTRAINED = CLUSTER + textwrap.dedent("""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: db-0, namespace: shop, labels: {app: db}}
+    spec:
+      containers: [{name: c, image: postgres}]
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {labelSelector: {matchLabels: {app: db}}, topologyKey: kubernetes.io/hostname}
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+""")
+CONSTRAINED_MESSAGE = (
+    "0/3 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding "
+    "plugin, and required pod anti-affinity, which needs the InterPodAffinity plugin; scorer does not implement "
+    "them yet, so the pod is not placed."
+)
+
+
+@pytest.fixture
+def constrained_file(tmp_path):
+    path = tmp_path / "constrained.yaml"
+    path.write_text(CONSTRAINED)
+    return str(path)
+
+
+def test_simulate_names_the_missing_plugins_of_a_pod_with_hard_constraints(capsys, constrained_file):
+    code, out, _ = run(capsys, "simulate", "--cluster", constrained_file, "--output", "json")
+    assert code == 0
+    by_pod = {p["pod"]: p for p in json.loads(out)["placements"]}
+    assert by_pod["shop/db-0"]["node"] is None and by_pod["shop/db-0"]["message"] == CONSTRAINED_MESSAGE
+    assert by_pod["shop/web"]["node"] == "big"
+    code, out, _ = run(capsys, "simulate", "--cluster", constrained_file)
+    [line] = [line for line in out.splitlines() if "shop/db-0" in line]
+    assert "VolumeBinding" in line and "InterPodAffinity" in line
+
+
+def test_explain_shows_the_pre_filter_rejection_naming_the_plugin(capsys, constrained_file):
+    code, out, _ = run(capsys, "explain", "--cluster", constrained_file, "--pod", "shop/db-0", "--output", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["selected"] is None and data["message"] == CONSTRAINED_MESSAGE
+    reason = CONSTRAINED_MESSAGE.removeprefix("0/3 nodes are available: ").removesuffix(".")
+    for node in data["nodes"].values():
+        assert node == {"feasible": False, "scores": {}, "total": 0, "metrics": {},
+                        "filter": {"plugin": "VolumeBinding", "code": "UnschedulableAndUnresolvable",
+                                   "reasons": [reason]}}
+    code, out, _ = run(capsys, "explain", "--cluster", constrained_file, "--pod", "shop/db-0")
+    assert code == 0
+    assert f"unschedulable: {CONSTRAINED_MESSAGE}" in out
+    assert out.count("VolumeBinding (UnschedulableAndUnresolvable): pod has") == 3

@@ -644,6 +644,7 @@ def test_pod_defaults() -> None:
     assert pod.deleting is False
     assert pod.affinity is None
     assert pod.tolerations == ()
+    assert pod.pvc_claims == ()
     assert pod.node_name == pod.phase == pod.nominated_node_name == ""
 
 
@@ -1298,6 +1299,11 @@ def full_pod() -> dict[str, Any]:
                     "labelSelector": {"matchLabels": {"app": "web"}},
                 }
             ],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data-web", "readOnly": True}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                {"name": "config", "configMap": {"name": "web"}},
+            ],
         },
         "status": {"phase": "Pending", "nominatedNodeName": "n1"},
     }
@@ -1307,6 +1313,13 @@ def test_full_pod_is_valid() -> None:
     pod = pod_from_dict(full_pod())
     assert pod.key == "default/web"
     assert pod.requests == {"cpu": 1010, "memory": 128 * MI}  # pod-level cpu 1 + overhead
+
+
+def test_pvc_claims_of_claim_and_ephemeral_volumes() -> None:
+    # An ephemeral volume's claim is named <pod>-<volume>; other volume sources are not kept.
+    assert pod_from_dict(full_pod()).pvc_claims == ("data-web", "web-scratch")
+    volumes = [{"name": "tmp", "emptyDir": {}}, {"name": "t", "projected": {"sources": []}}]
+    assert pod_from_dict(pod_dict(volumes=volumes)).pvc_claims == ()
 
 
 SPEC = ("spec",)
@@ -1326,6 +1339,8 @@ ANTI_PREF = (
     0,
 )
 TSC = ("spec", "topologySpreadConstraints", 0)
+VOL = ("spec", "volumes", 0)
+EPH = ("spec", "volumes", 1, "ephemeral")
 TOL = ("spec", "tolerations", 0)
 NA_TERM_PATH = (
     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
@@ -1645,6 +1660,20 @@ POD_ERRORS = [
         "spec.topologySpreadConstraints[0].matchLabelKeys[0]",
         "expected a string, got null",
     ),
+    # volumes
+    (("spec", "volumes"), {"name": "data"}, "spec.volumes", "expected a list, got object"),
+    (VOL, "data", "spec.volumes[0]", 'expected an object, got string "data"'),
+    ((*VOL, "name"), DELETE, "spec.volumes[0].name", "required"),
+    ((*VOL, "persistentVolumeClaim"), "data-web", "spec.volumes[0].persistentVolumeClaim", "expected an object"),
+    ((*VOL, "persistentVolumeClaim", "claimName"), DELETE, "spec.volumes[0].persistentVolumeClaim.claimName",
+     "required"),
+    ((*VOL, "persistentVolumeClaim", "claimName"), 7, "spec.volumes[0].persistentVolumeClaim.claimName",
+     "expected a string, got integer 7"),
+    ((*VOL, "ephemeral"), {"volumeClaimTemplate": {}}, "spec.volumes[0]",
+     "persistentVolumeClaim and ephemeral: a volume has only one source"),
+    (EPH, [], "spec.volumes[1].ephemeral", "expected an object, got list"),
+    ((*EPH, "volumeClaimTemplate"), DELETE, "spec.volumes[1].ephemeral.volumeClaimTemplate", "required"),
+    ((*EPH, "volumeClaimTemplate"), "x", "spec.volumes[1].ephemeral.volumeClaimTemplate", "expected an object"),
 ]
 
 

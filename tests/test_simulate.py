@@ -47,3 +47,18 @@ def test_the_output_is_deterministic():
         (p.pod, p.node, p.attempts, p.message) for p in second.placements]
     assert first.placed == 10 and first.unschedulable == 2
     assert first.cluster.events == second.cluster.events
+
+
+def test_a_pod_with_required_anti_affinity_is_not_placed_and_its_message_names_the_plugin():
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    pods = [make_pod("web-0", labels={"app": "web"}, affinity=anti), make_pod("plain")]
+    report = simulate(LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=pods), autoload=False)
+    by_pod = {p.pod: p for p in report.placements}
+    assert by_pod["default/plain"].node is not None
+    assert by_pod["default/web-0"].node is None
+    message = ("0/2 nodes are available: pod has required pod anti-affinity, which needs the InterPodAffinity "
+               "plugin; scorer does not implement it yet, so the pod is not placed.")
+    assert by_pod["default/web-0"].message == message
+    assert report.placed == 1 and report.unschedulable == 1 and report.errors == 0
+    assert {e.note for e in report.cluster.events if e.reason == "FailedScheduling"} == {message}

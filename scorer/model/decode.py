@@ -572,6 +572,26 @@ def _pod_level_requests(
     return requests
 
 
+def _pvc_claims(spec: Mapping[str, Any], pod_name: str) -> tuple[str, ...]:
+    """The claims of ``spec.volumes``: ``persistentVolumeClaim.claimName``, and for an
+    ``ephemeral`` volume the claim kube creates for it, ``<pod name>-<volume name>``."""
+    claims = []
+    for path, volume in _mappings(spec, "volumes", "spec"):
+        name = _required_str(volume, "name", path)
+        claim = _optional_mapping(volume, "persistentVolumeClaim", path)
+        ephemeral = _optional_mapping(volume, "ephemeral", path)
+        if claim is not None and ephemeral is not None:
+            raise FieldError(path, "persistentVolumeClaim and ephemeral: a volume has only one source")
+        if claim is not None:
+            claims.append(_required_str(claim, "claimName", join_path(path, "persistentVolumeClaim")))
+        elif ephemeral is not None:
+            ephemeral_path = join_path(path, "ephemeral")
+            if _optional_mapping(ephemeral, "volumeClaimTemplate", ephemeral_path) is None:
+                raise FieldError(join_path(ephemeral_path, "volumeClaimTemplate"), "required")
+            claims.append(f"{pod_name}-{name}")
+    return tuple(claims)
+
+
 def _owner_reference(obj: Mapping[str, Any], path: str) -> OwnerReference:
     return OwnerReference(
         api_version=_str(obj, "apiVersion", path),
@@ -615,6 +635,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
             _spread_constraint(item, path)
             for path, item in _mappings(spec, "topologySpreadConstraints", "spec")
         ),
+        pvc_claims=_pvc_claims(spec, name),
         priority=0 if priority is None else priority,
         containers=containers,
         init_containers=init_containers,

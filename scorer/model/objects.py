@@ -362,6 +362,11 @@ class Pod:
       resources that neither the pod nor any container requests.
     - ``host_ports``: ports of all containers (init too) with a hostPort.
 
+    ``pvc_claims`` names the PersistentVolumeClaims the pod's volumes use, in
+    volume order: ``persistentVolumeClaim.claimName``, and for an ``ephemeral``
+    volume the claim kube creates for it, ``<pod name>-<volume name>``. Other
+    volume sources are not kept.
+
     ``pod_level_requests`` holds ``spec.resources.requests`` (after
     defaulting); empty when the pod does not use pod-level resources.
     """
@@ -378,6 +383,7 @@ class Pod:
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    pvc_claims: tuple[str, ...] = ()
     priority: int = 0
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
