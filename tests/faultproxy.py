@@ -23,6 +23,12 @@ has uses left (``count``; None: every time) applies to it:
 ``proxy.requests`` records every request (method, path, query, when);
 ``drop_streams()`` aborts every watch being streamed; ``write_kubeconfig``
 writes a kubeconfig for the proxy with the test token.
+
+Fixtures (a test module takes them with ``pytest_plugins = ("faultproxy",)``):
+``fault_proxy``, a proxy in front of the session's ``control_plane``, and
+``proxied_client``, an ``ApiClient`` that goes through it. (PYTEST_DONT_REWRITE:
+the modules import this one before ``pytest_plugins`` registers it, and it
+holds no test assertions to rewrite.)
 """
 
 from __future__ import annotations
@@ -37,9 +43,13 @@ from typing import Any
 
 import aiohttp
 import attrs
+import pytest
 from aiohttp import web
 from kubekit import TOKEN
 from yarl import URL
+
+from scorer.kube.client import ApiClient
+from scorer.kube.config import load_kubeconfig
 
 # Request headers passed to the API server; responses keep theirs but for framing.
 FORWARDED_REQUEST_HEADERS = ("authorization", "accept", "content-type", "user-agent")
@@ -232,3 +242,17 @@ class FaultProxy:
         if request.transport is not None:
             request.transport.abort()
         return web.Response(status=502)  # never sent: aiohttp drops a response to an aborted connection
+
+
+@pytest.fixture
+async def fault_proxy(control_plane):
+    """A ``FaultProxy`` in front of the session's control plane, with no fault yet."""
+    async with FaultProxy(control_plane.url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+async def proxied_client(fault_proxy, tmp_path):
+    """An ``ApiClient`` whose requests go through ``fault_proxy``."""
+    async with ApiClient(load_kubeconfig(fault_proxy.write_kubeconfig(tmp_path / "kubeconfig"))) as client:
+        yield client

@@ -8,24 +8,12 @@ import time
 
 import orjson
 import pytest
-from faultproxy import FaultProxy, status_body, watch_error_line
+from faultproxy import status_body, watch_error_line
 
-from scorer.kube.client import ApiClient, ApiUnavailable
-from scorer.kube.config import load_kubeconfig
+from scorer.kube.client import ApiUnavailable
 
 kube = pytest.mark.kube
-
-
-@pytest.fixture
-async def proxy(control_plane):
-    async with FaultProxy(control_plane.url) as fault_proxy:
-        yield fault_proxy
-
-
-@pytest.fixture
-async def client(proxy, tmp_path):
-    async with ApiClient(load_kubeconfig(proxy.write_kubeconfig(tmp_path / "kubeconfig"))) as api:
-        yield api
+pytest_plugins = ("faultproxy",)
 
 
 def make_namespace(control_plane, name: str) -> None:
@@ -42,56 +30,57 @@ def make_configmap(control_plane, namespace: str, name: str) -> dict:
 
 
 @kube
-async def test_requests_are_forwarded_with_the_token_and_recorded(control_plane, proxy, client) -> None:
+async def test_requests_are_forwarded_with_the_token_and_recorded(control_plane, fault_proxy, proxied_client) -> None:
     make_namespace(control_plane, "fp-forward")
-    created = await client.request("POST", "/api/v1/namespaces/fp-forward/configmaps", body={
+    created = await proxied_client.request("POST", "/api/v1/namespaces/fp-forward/configmaps", body={
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}})
     assert created.status == 201, created.body
-    listed = await client.request("GET", "/api/v1/namespaces/fp-forward/configmaps", params={"limit": "5"})
+    listed = await proxied_client.request("GET", "/api/v1/namespaces/fp-forward/configmaps", params={"limit": "5"})
     assert listed.status == 200
     assert [item["metadata"]["name"] for item in listed.json()["items"]] == ["one"]
-    assert [(r.method, r.path, dict(r.query)) for r in proxy.requests] == [
+    assert [(r.method, r.path, dict(r.query)) for r in fault_proxy.requests] == [
         ("POST", "/api/v1/namespaces/fp-forward/configmaps", {}),
         ("GET", "/api/v1/namespaces/fp-forward/configmaps", {"limit": "5"})]
 
 
 @kube
-async def test_status_faults_answer_instead_of_the_server_for_count_requests(proxy, client) -> None:
-    proxy.add(method="GET", path="^/api/v1/namespaces$", status=500, body=status_body(500, "InternalError", "boom"))
-    proxy.add(path="/api/v1/namespaces$", status=429, headers={"Retry-After": "3"}, count=1)
-    first = await client.request("GET", "/api/v1/namespaces")
-    second = await client.request("GET", "/api/v1/namespaces")
-    third = await client.request("GET", "/api/v1/namespaces")
+async def test_status_faults_answer_instead_of_the_server_for_count_requests(fault_proxy, proxied_client) -> None:
+    fault_proxy.add(method="GET", path="^/api/v1/namespaces$", status=500,
+                    body=status_body(500, "InternalError", "boom"))
+    fault_proxy.add(path="/api/v1/namespaces$", status=429, headers={"Retry-After": "3"}, count=1)
+    first = await proxied_client.request("GET", "/api/v1/namespaces")
+    second = await proxied_client.request("GET", "/api/v1/namespaces")
+    third = await proxied_client.request("GET", "/api/v1/namespaces")
     assert (first.status, first.reason()) == (500, "boom")
     assert (second.status, second.headers["Retry-After"]) == (429, "3")
     assert third.status == 200 and third.json()["kind"] == "NamespaceList"
-    assert [f.hits for f in proxy.faults] == [1, 1]
+    assert [f.hits for f in fault_proxy.faults] == [1, 1]
 
 
 @kube
-async def test_reset_delay_and_query_matching(proxy, client) -> None:
-    proxy.add(path="/api/v1/nodes", query="limit=7", reset=True, count=None)
-    proxy.add(path="/api/v1/nodes", delay=0.5)
+async def test_reset_delay_and_query_matching(fault_proxy, proxied_client) -> None:
+    fault_proxy.add(path="/api/v1/nodes", query="limit=7", reset=True, count=None)
+    fault_proxy.add(path="/api/v1/nodes", delay=0.5)
     with pytest.raises(ApiUnavailable, match="nodes"):
-        await client.request("GET", "/api/v1/nodes", params={"limit": "7"})
+        await proxied_client.request("GET", "/api/v1/nodes", params={"limit": "7"})
     with pytest.raises(ApiUnavailable):
-        await client.request("GET", "/api/v1/nodes", params={"limit": "7"})
+        await proxied_client.request("GET", "/api/v1/nodes", params={"limit": "7"})
     started = time.monotonic()
-    delayed = await client.request("GET", "/api/v1/nodes", params={"limit": "8"})
+    delayed = await proxied_client.request("GET", "/api/v1/nodes", params={"limit": "8"})
     assert delayed.status == 200
     assert time.monotonic() - started >= 0.5  # the delay is a lower bound, whatever the machine's speed
     # aiohttp sends an idempotent request again once when a reused connection is reset: 2 to 4 resets.
-    assert proxy.faults[0].hits >= 2 and proxy.faults[1].hits == 1
+    assert fault_proxy.faults[0].hits >= 2 and fault_proxy.faults[1].hits == 1
 
 
 @kube
-async def test_a_watch_is_streamed_then_dropped_after_k_lines(control_plane, proxy, client) -> None:
+async def test_a_watch_is_streamed_then_dropped_after_k_lines(control_plane, fault_proxy, proxied_client) -> None:
     make_namespace(control_plane, "fp-watch")
-    listed = await client.request("GET", "/api/v1/namespaces/fp-watch/configmaps")
+    listed = await proxied_client.request("GET", "/api/v1/namespaces/fp-watch/configmaps")
     version = listed.json()["metadata"]["resourceVersion"]
-    proxy.add(watch=True, path="/configmaps", drop_after_lines=2)
+    fault_proxy.add(watch=True, path="/configmaps", drop_after_lines=2)
     params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "20"}
-    async with client.stream("GET", "/api/v1/namespaces/fp-watch/configmaps", params=params,
+    async with proxied_client.stream("GET", "/api/v1/namespaces/fp-watch/configmaps", params=params,
                              read_timeout=30) as stream:
         assert stream.status == 200
         make_configmap(control_plane, "fp-watch", "a")  # streamed as it happens, not at the end
@@ -102,17 +91,17 @@ async def test_a_watch_is_streamed_then_dropped_after_k_lines(control_plane, pro
             ("ADDED", "a"), ("ADDED", "b")]
         with pytest.raises(ApiUnavailable):
             await stream.readline()  # aborted after two lines: not a clean end of the body
-    assert proxy.watches("/configmaps")[0].query["resourceVersion"] == version
+    assert fault_proxy.watches("/configmaps")[0].query["resourceVersion"] == version
 
 
 @kube
-async def test_drop_streams_aborts_the_watches_in_progress(control_plane, proxy, client) -> None:
+async def test_drop_streams_aborts_the_watches_in_progress(control_plane, fault_proxy, proxied_client) -> None:
     params = {"watch": "1", "timeoutSeconds": "20"}
-    async with client.stream("GET", "/api/v1/namespaces/fp-drop/configmaps", params=params,
+    async with proxied_client.stream("GET", "/api/v1/namespaces/fp-drop/configmaps", params=params,
                              read_timeout=30) as stream:
         assert stream.status == 200
         for _ in range(100):  # the handler registers its stream right after sending the headers
-            if proxy.drop_streams():
+            if fault_proxy.drop_streams():
                 break
             await asyncio.sleep(0.01)
         else:
@@ -122,7 +111,7 @@ async def test_drop_streams_aborts_the_watches_in_progress(control_plane, proxy,
 
 
 @kube
-async def test_rewrite_changes_list_bodies_and_watch_events(control_plane, proxy, client) -> None:
+async def test_rewrite_changes_list_bodies_and_watch_events(control_plane, fault_proxy, proxied_client) -> None:
     make_namespace(control_plane, "fp-rewrite")
     created = make_configmap(control_plane, "fp-rewrite", "orig")
 
@@ -131,11 +120,11 @@ async def test_rewrite_changes_list_bodies_and_watch_events(control_plane, proxy
             obj["metadata"]["name"] = "renamed-" + obj["metadata"]["name"]
         return doc
 
-    proxy.add(path="/fp-rewrite/configmaps", rewrite=rename, count=2)
-    listed = await client.request("GET", "/api/v1/namespaces/fp-rewrite/configmaps")
+    fault_proxy.add(path="/fp-rewrite/configmaps", rewrite=rename, count=2)
+    listed = await proxied_client.request("GET", "/api/v1/namespaces/fp-rewrite/configmaps")
     assert [i["metadata"]["name"] for i in listed.json()["items"]] == ["renamed-orig"]
     params = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"], "timeoutSeconds": "20"}
-    async with client.stream("GET", "/api/v1/namespaces/fp-rewrite/configmaps", params=params,
+    async with proxied_client.stream("GET", "/api/v1/namespaces/fp-rewrite/configmaps", params=params,
                              read_timeout=30) as stream:
         make_configmap(control_plane, "fp-rewrite", "next")
         event = orjson.loads(await stream.readline())
@@ -143,9 +132,9 @@ async def test_rewrite_changes_list_bodies_and_watch_events(control_plane, proxy
 
 
 @kube
-async def test_a_status_200_with_lines_is_a_watch_stream(proxy, client) -> None:
-    proxy.add(watch=True, status=200, body=watch_error_line(410, "Expired", "too old resource version: 1 (9)"))
-    async with client.stream("GET", "/api/v1/pods", params={"watch": "1", "resourceVersion": "1"}) as stream:
+async def test_a_status_200_with_lines_is_a_watch_stream(fault_proxy, proxied_client) -> None:
+    fault_proxy.add(watch=True, status=200, body=watch_error_line(410, "Expired", "too old resource version: 1 (9)"))
+    async with proxied_client.stream("GET", "/api/v1/pods", params={"watch": "1", "resourceVersion": "1"}) as stream:
         event = orjson.loads(await stream.readline())
         assert await stream.readline() == b""
     assert (event["type"], event["object"]["code"], event["object"]["reason"]) == ("ERROR", 410, "Expired")

@@ -30,6 +30,7 @@ from scorer.kube.reflector import (
 )
 
 kube = pytest.mark.kube
+pytest_plugins = ("faultproxy",)
 LOGGER = "scorer.kube.reflector"
 
 
@@ -156,6 +157,7 @@ class FakeClient:
         self.watches = watches
         self.calls: list[tuple[str, dict[str, str]]] = []
         self.blocked = False  # a call found its script used up
+        self.gc_enabled: list[bool] = []  # gc.isenabled() at each LIST
 
     async def _block(self) -> None:
         self.blocked = True
@@ -164,6 +166,7 @@ class FakeClient:
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None,
                       body: Any = None) -> ApiResponse:
         self.calls.append(("list", dict(params or {})))
+        self.gc_enabled.append(gc.isenabled())
         if not self.lists:
             await self._block()
         item = self.lists.pop(0)
@@ -207,7 +210,7 @@ def test_backoff_doubles_up_to_the_cap_with_jitter_and_resets() -> None:
 
 def test_retry_after_is_seconds_capped() -> None:
     assert retry_after({"Retry-After": "3"}, 30.0) == 3.0
-    assert retry_after({"Retry-After": "900"}, 30.0) == 30.0
+    assert retry_after({"retry-after": "900"}, 30.0) == 30.0
     assert retry_after({"Retry-After": "-1"}, 30.0) == 0.0
     assert retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 30.0) is None
     assert retry_after({"Retry-After": "nan"}, 30.0) is None
@@ -235,7 +238,11 @@ async def test_pages_are_listed_then_the_watch_starts_from_the_lists_version() -
     client = FakeClient([page([pod_json("a", "5"), pod_json("b", "6")], "10", token="t1"),
                          page([pod_json("c", "7")], "10")], [])
     reflector, recorder = fake_reflector(client, page_size=2, watch_timeout=100), Recorder()
+    gc.unfreeze()
     await settle(client, reflector, recorder)
+    assert client.gc_enabled == [False, False] and gc.isenabled()  # paused during the list only
+    assert gc.get_freeze_count() > 0  # then the first cache was frozen
+    gc.unfreeze()
     assert client.calls[:2] == [("list", {"limit": "2"}), ("list", {"limit": "2", "continue": "t1"})]
     kind, params = client.calls[2]
     assert (kind, params["watch"], params["allowWatchBookmarks"], params["resourceVersion"]) == (
@@ -381,18 +388,6 @@ def test_handlers_without_a_kind_are_refused_at_once() -> None:
 # --- the real API server behind the fault proxy
 
 
-@pytest.fixture
-async def proxy(control_plane):
-    async with FaultProxy(control_plane.url) as fault_proxy:
-        yield fault_proxy
-
-
-@pytest.fixture
-async def client(proxy, tmp_path):
-    async with ApiClient(load_kubeconfig(proxy.write_kubeconfig(tmp_path / "kubeconfig"))) as api:
-        yield api
-
-
 class Cluster:
     """Writes to one control plane (direct, not through the proxy)."""
 
@@ -447,28 +442,28 @@ def no_duplicate_adds(recorder: Recorder, prefix: str) -> bool:
 
 
 @kube
-async def test_a_paginated_list_delivers_every_object(control_plane, proxy, client) -> None:
+async def test_a_paginated_list_delivers_every_object(control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-page")
     for i in range(11):
         cluster.pod("rf-page", f"p{i:02d}")
-    reflector, recorder = pods_reflector(client, page_size=3), Recorder()
+    reflector, recorder = pods_reflector(proxied_client, page_size=3), Recorder()
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
         assert sorted(recorder.of("rf-page/")) == [("add", f"rf-page/p{i:02d}") for i in range(11)]
         assert in_step(reflector, cluster, "rf-page")()
-    lists = [r for r in proxy.requests if r.path == "/api/v1/pods" and not r.watch]
+    lists = [r for r in fault_proxy.requests if r.path == "/api/v1/pods" and not r.watch]
     assert len(lists) >= 4 and all(r.query["limit"] == "3" for r in lists)
     assert [("continue" in r.query) for r in lists] == [False] + [True] * (len(lists) - 1)
-    assert proxy.watches("/api/v1/pods")[0].query["allowWatchBookmarks"] == "true"
+    assert fault_proxy.watches("/api/v1/pods")[0].query["allowWatchBookmarks"] == "true"
 
 
 @kube
-async def test_the_watch_delivers_adds_updates_and_deletes_and_renews_at_its_timeout(control_plane, proxy,
-                                                                                      client) -> None:
+async def test_the_watch_delivers_adds_updates_and_deletes_and_renews_at_its_timeout(
+        control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-watch")
-    reflector, recorder = pods_reflector(client, watch_timeout=1.0), Recorder()
+    reflector, recorder = pods_reflector(proxied_client, watch_timeout=1.0), Recorder()
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
         cluster.pod("rf-watch", "w")
@@ -483,17 +478,18 @@ async def test_the_watch_delivers_adds_updates_and_deletes_and_renews_at_its_tim
         registry = reflector.metrics.registry
         await until(lambda: sample(registry, "scorer_reflector_watch_restarts_total", resource="pods",
                                    reason="timeout") >= 1, "a watch to reach its timeout")
-    watches = proxy.watches("/api/v1/pods")
+    watches = fault_proxy.watches("/api/v1/pods")
     assert {w.query["timeoutSeconds"] for w in watches} == {"1"}
     assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 1
 
 
 @kube
-async def test_a_watch_dropped_repeatedly_resumes_without_duplicates_or_gaps(control_plane, proxy, client) -> None:
+async def test_a_watch_dropped_repeatedly_resumes_without_duplicates_or_gaps(
+        control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-drop")
-    reflector, recorder = pods_reflector(client), Recorder()
-    drops = proxy.add(watch=True, path="^/api/v1/pods$", drop_after_lines=1, count=6)
+    reflector, recorder = pods_reflector(proxied_client), Recorder()
+    drops = fault_proxy.add(watch=True, path="^/api/v1/pods$", drop_after_lines=1, count=6)
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
         for i in range(6):
@@ -508,24 +504,24 @@ async def test_a_watch_dropped_repeatedly_resumes_without_duplicates_or_gaps(con
     registry = reflector.metrics.registry
     assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") >= 6
     assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 1  # resumed, never re-listed
-    versions = [int(w.query["resourceVersion"]) for w in proxy.watches("/api/v1/pods")]
+    versions = [int(w.query["resourceVersion"]) for w in fault_proxy.watches("/api/v1/pods")]
     assert versions == sorted(versions)  # each watch resumed from the last version seen
 
 
 @kube
-async def test_500_and_429_on_the_watch_back_off_then_resume(control_plane, proxy, client) -> None:
+async def test_500_and_429_on_the_watch_back_off_then_resume(control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-5xx")
-    reflector, recorder = pods_reflector(client), Recorder()
-    proxy.add(watch=True, path="^/api/v1/pods$", status=500, body=status_body(500, "InternalError", "x"), count=2)
-    proxy.add(watch=True, path="^/api/v1/pods$", status=429, headers={"Retry-After": "1"},
+    reflector, recorder = pods_reflector(proxied_client), Recorder()
+    fault_proxy.add(watch=True, path="^/api/v1/pods$", status=500, body=status_body(500, "InternalError", "x"), count=2)
+    fault_proxy.add(watch=True, path="^/api/v1/pods$", status=429, headers={"Retry-After": "1"},
               body=status_body(429, "TooManyRequests", "slow down"), count=1)
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
-        await until(lambda: len(proxy.watches("/api/v1/pods")) == 4, "the fourth watch")
+        await until(lambda: len(fault_proxy.watches("/api/v1/pods")) == 4, "the fourth watch")
         cluster.pod("rf-5xx", "after")
         await until(lambda: recorder.of("rf-5xx/") == [("add", "rf-5xx/after")], "the pod")
-    watches = proxy.watches("/api/v1/pods")
+    watches = fault_proxy.watches("/api/v1/pods")
     assert len({w.query["resourceVersion"] for w in watches}) == 1  # resumed from the list's version each time
     assert watches[1].time > watches[0].time and watches[3].time - watches[2].time >= 0.99  # Retry-After: 1
     registry = reflector.metrics.registry
@@ -544,21 +540,22 @@ async def _gap(cluster: Cluster, proxy: FaultProxy, namespace: str) -> None:
 
 @kube
 @pytest.mark.parametrize("answer", ["http", "in-stream"])
-async def test_a_410_from_the_proxy_relists_and_delivers_the_gap(control_plane, proxy, client, answer) -> None:
+async def test_a_410_from_the_proxy_relists_and_delivers_the_gap(
+        control_plane, fault_proxy, proxied_client, answer) -> None:
     namespace = f"rf-gone-{answer}"
     cluster = Cluster(control_plane)
     cluster.namespace(namespace)
     cluster.pod(namespace, "a")
     cluster.pod(namespace, "b")
-    reflector, recorder = pods_reflector(client, max_backoff=0.5), Recorder()
+    reflector, recorder = pods_reflector(proxied_client, max_backoff=0.5), Recorder()
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
-        await _gap(cluster, proxy, namespace)
-        proxy.clear()
+        await _gap(cluster, fault_proxy, namespace)
+        fault_proxy.clear()
         if answer == "http":
-            proxy.add(watch=True, path="^/api/v1/pods$", status=410, body=status_body(410, "Gone", "gone"))
+            fault_proxy.add(watch=True, path="^/api/v1/pods$", status=410, body=status_body(410, "Gone", "gone"))
         else:
-            proxy.add(watch=True, path="^/api/v1/pods$", status=200, body=watch_error_line(410))
+            fault_proxy.add(watch=True, path="^/api/v1/pods$", status=200, body=watch_error_line(410))
         await until(in_step(reflector, cluster, namespace), "the re-list")
     assert recorder.of(namespace) == [("add", f"{namespace}/a"), ("add", f"{namespace}/b"),
                                       ("delete", f"{namespace}/a"), ("update", f"{namespace}/b"),
@@ -611,8 +608,8 @@ def _expired(plane: Any, version: str) -> bool:
 
 
 @kube
-async def test_malformed_objects_from_the_api_are_logged_once_and_the_rest_delivered(control_plane, proxy, client,
-                                                                                     caplog) -> None:
+async def test_malformed_objects_from_the_api_are_logged_once_and_the_rest_delivered(
+        control_plane, fault_proxy, proxied_client, caplog) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-bad")
     cluster.pod("rf-bad", "listed-bad")
@@ -624,9 +621,9 @@ async def test_malformed_objects_from_the_api_are_logged_once_and_the_rest_deliv
                 pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "abc"
         return doc
 
-    proxy.add(path="^/api/v1/pods$", rewrite=corrupt, count=None)
+    fault_proxy.add(path="^/api/v1/pods$", rewrite=corrupt, count=None)
     invalid: list[tuple[str, str]] = []
-    reflector = pods_reflector(client, on_invalid=lambda resource, raw, message: invalid.append(
+    reflector = pods_reflector(proxied_client, on_invalid=lambda resource, raw, message: invalid.append(
         (raw["metadata"]["name"], raw["metadata"]["resourceVersion"])))
     recorder = Recorder()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -651,8 +648,8 @@ async def test_malformed_objects_from_the_api_are_logged_once_and_the_rest_deliv
 
 
 @kube
-async def test_an_unknown_taint_effect_on_a_node_is_reported_and_other_nodes_delivered(control_plane, proxy,
-                                                                                        client, caplog) -> None:
+async def test_an_unknown_taint_effect_on_a_node_is_reported_and_other_nodes_delivered(
+        control_plane, fault_proxy, proxied_client, caplog) -> None:
     cluster = Cluster(control_plane)
     for name in ("rf-node-ok", "rf-node-odd"):
         cluster.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
@@ -665,8 +662,8 @@ async def test_an_unknown_taint_effect_on_a_node_is_reported_and_other_nodes_del
                 node["spec"]["taints"][0]["effect"] = "Sometimes"
         return doc
 
-    proxy.add(path="^/api/v1/nodes$", watch=False, rewrite=odd_taint)
-    reflector = Reflector(client, RESOURCES["nodes"], metrics=ReflectorMetrics(CollectorRegistry()))
+    fault_proxy.add(path="^/api/v1/nodes$", watch=False, rewrite=odd_taint)
+    reflector = Reflector(proxied_client, RESOURCES["nodes"], metrics=ReflectorMetrics(CollectorRegistry()))
     recorder = Recorder()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         async with running(reflector.run(recorder)):
@@ -678,26 +675,26 @@ async def test_an_unknown_taint_effect_on_a_node_is_reported_and_other_nodes_del
 
 
 @kube
-async def test_an_unreachable_api_server_is_retried_with_backoff_until_it_answers(control_plane, proxy, client,
-                                                                                  caplog) -> None:
+async def test_an_unreachable_api_server_is_retried_with_backoff_until_it_answers(
+        control_plane, fault_proxy, proxied_client, caplog) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("rf-down")
     cluster.pod("rf-down", "p")
-    proxy.add(reset=True, count=None)
-    reflector, recorder = pods_reflector(client), Recorder()
+    fault_proxy.add(reset=True, count=None)
+    reflector, recorder = pods_reflector(proxied_client), Recorder()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         async with running(reflector.run(recorder)):
-            await until(lambda: len(proxy.requests) >= 4, "a few attempts")
+            await until(lambda: len(fault_proxy.requests) >= 4, "a few attempts")
             assert not reflector.has_synced()
             assert reflector.state() == "backing off after ApiUnavailable"
             attempts = sample(reflector.metrics.registry, "scorer_reflector_lists_total", resource="pods")
-            span = proxy.requests[-1].time - proxy.requests[0].time
-            proxy.clear()
+            span = fault_proxy.requests[-1].time - fault_proxy.requests[0].time
+            fault_proxy.clear()
             await asyncio.wait_for(reflector.wait_for_sync(), 15)
             assert recorder.of("rf-down/") == [("add", "rf-down/p")]
     failures = [r.getMessage() for r in caplog.records if "API server unavailable" in r.getMessage()]
     assert len(failures) >= 2 and all("listing in" in message for message in failures)
     assert not any(r.exc_info for r in caplog.records)
     # Backed off, never a hot loop: at least the first delay (0.2 s) between two attempts (aiohttp itself
-    # sends a GET again at once when its connection is reset, so the proxy sees up to two requests each).
+    # sends a GET again at once when its connection is reset, so the fault_proxy sees up to two requests each).
     assert span >= 0.2 * (attempts - 2)

@@ -6,28 +6,16 @@ import asyncio
 import logging
 
 import pytest
-from faultproxy import FaultProxy
 from prometheus_client import CollectorRegistry
 from test_kube_reflector import Cluster, Recorder, running, sample, until
 
 from scorer.cluster.interface import ClusterSource
 from scorer.kube.client import ApiClient
-from scorer.kube.config import ClusterAccess, load_kubeconfig
+from scorer.kube.config import ClusterAccess
 from scorer.kube.source import ApiSource
 
 kube = pytest.mark.kube
-
-
-@pytest.fixture
-async def proxy(control_plane):
-    async with FaultProxy(control_plane.url) as fault_proxy:
-        yield fault_proxy
-
-
-@pytest.fixture
-async def client(proxy, tmp_path):
-    async with ApiClient(load_kubeconfig(proxy.write_kubeconfig(tmp_path / "kubeconfig"))) as api:
-        yield api
+pytest_plugins = ("faultproxy",)
 
 
 def test_the_source_is_a_cluster_source_and_checks_its_arguments() -> None:
@@ -53,16 +41,17 @@ async def test_handlers_missing_a_kind_are_refused_before_anything_runs() -> Non
 
 
 @kube
-async def test_namespaces_then_nodes_then_pods_are_delivered_in_that_order(control_plane, proxy, client) -> None:
+async def test_namespaces_then_nodes_then_pods_are_delivered_in_that_order(
+        control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("src-order")
     cluster.pod("src-order", "p")
     cluster.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "src-node"}},
                  expect=(201, 409))
     # The namespaces list is slow: the node and pod lists are done first and must wait for it.
-    proxy.add(method="GET", path="^/api/v1/namespaces$", watch=False, delay=1.0)
+    fault_proxy.add(method="GET", path="^/api/v1/namespaces$", watch=False, delay=1.0)
     registry = CollectorRegistry()
-    source, recorder = ApiSource(client, registry=registry, page_size=50), Recorder()
+    source, recorder = ApiSource(proxied_client, registry=registry, page_size=50), Recorder()
     async with running(source.run(recorder)):
         await until(lambda: source.status()["pods"].startswith("listed, waiting"), "the pods to be listed")
         assert not source.has_synced() and recorder.events == []
@@ -79,8 +68,9 @@ async def test_namespaces_then_nodes_then_pods_are_delivered_in_that_order(contr
 
 
 @kube
-async def test_a_crashed_reflector_task_is_logged_and_restarted(control_plane, proxy, client, caplog) -> None:
-    source, recorder = ApiSource(client, min_backoff=0.05), Recorder()
+async def test_a_crashed_reflector_task_is_logged_and_restarted(
+        control_plane, fault_proxy, proxied_client, caplog) -> None:
+    source, recorder = ApiSource(proxied_client, min_backoff=0.05), Recorder()
     nodes = source.reflectors["nodes"]
     real_run = nodes.run
     calls = []

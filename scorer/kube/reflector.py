@@ -53,6 +53,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, printable
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
+from scorer.metrics import SchedulerMetrics
 from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict
 
 log = logging.getLogger("scorer.kube.reflector")
@@ -119,10 +120,11 @@ RESOURCES: dict[str, Resource] = {r.name: r for r in (
 
 
 class ReflectorMetrics:
-    """The ``scorer_reflector_*`` families, registered once in ``registry`` (labelled by resource)."""
+    """The ``scorer_reflector_*`` families, registered once in ``registry`` (labelled by resource): the
+    app's one registry (``SchedulerMetrics.registry``), or a private one when None (tests)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else SchedulerMetrics().registry
         self.lists = Counter("scorer_reflector_lists", "LISTs of a resource (initial lists and re-lists).",
                              ["resource"], registry=self.registry)
         self.relists = Counter("scorer_reflector_relists",
@@ -168,7 +170,7 @@ class Backoff:
 
 def retry_after(headers: Mapping[str, str], cap: float) -> float | None:
     """``Retry-After`` in seconds (the API server sends seconds), at most ``cap``; None when absent or a date."""
-    value = headers.get("Retry-After", "").strip()
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "").strip()
     try:
         seconds = float(value)
     except ValueError:
