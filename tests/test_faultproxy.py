@@ -138,3 +138,13 @@ async def test_a_status_200_with_lines_is_a_watch_stream(fault_proxy, proxied_cl
         event = orjson.loads(await stream.readline())
         assert await stream.readline() == b""
     assert (event["type"], event["object"]["code"], event["object"]["reason"]) == ("ERROR", 410, "Expired")
+
+
+@kube
+async def test_a_silent_stream_times_out(fault_proxy, proxied_client) -> None:
+    params = {"watch": "1", "timeoutSeconds": "20"}
+    async with proxied_client.stream("GET", "/api/v1/namespaces/fp-silent/configmaps", params=params,
+                                     read_timeout=0.3) as stream:
+        assert stream.status == 200
+        with pytest.raises(ApiUnavailable, match="timed out|Timeout"):
+            await stream.readline()  # no event: nothing to read within 0.3 s

@@ -141,7 +141,8 @@ class ApiClient:
 
         Takes a bucket token like ``request``. The connection must be made
         within the client's timeout; then there is no total timeout, only
-        ``read_timeout`` seconds at most between two reads (None: none).
+        ``read_timeout`` seconds at most of silence (waiting for the headers,
+        then between two reads; None: no limit).
         Transport failures, on connecting or while reading, are ``ApiUnavailable``.
         """
         await self.bucket.acquire()
