@@ -2,7 +2,9 @@
 
 ``config``: how to reach the API server (kubeconfig or in-cluster);
 ``ratelimit``: the client-side token bucket of ``clientConnection.qps``/``burst``;
-``client``: bounded requests through both; ``writer``: bindings, Events and the
-PodScheduled condition (the ``ClusterWriter`` of ``scorer.cluster.interface``).
-The reflectors of the service come next.
+``client``: bounded requests and streamed responses (watches) through both;
+``writer``: bindings, Events and the PodScheduled condition (the
+``ClusterWriter`` of ``scorer.cluster.interface``); ``reflector``: one
+resource listed and watched into the object handlers; ``source``: the
+reflectors together, the ``ClusterSource`` of a real cluster.
 """

@@ -6,14 +6,20 @@ rotates) after taking a token from the qps/burst bucket, and returns the
 status, headers and body. Transport failures (refused, reset, TLS, timeout)
 are an ``ApiUnavailable`` naming the server; HTTP statuses are the caller's
 to interpret (``ApiResponse.reason()`` gives the API's own message).
+
+``ApiClient.stream`` is the same for a response read as it arrives, line by
+line (a watch): no total timeout, only one between reads, which a watch
+sets a little above its ``timeoutSeconds``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
+import aiohttp.http_exceptions
 import attrs
 import orjson
 
@@ -53,6 +59,45 @@ class ApiResponse:
         return self.body[:200].decode("utf-8", "replace")
 
 
+# What a failed transport raises in aiohttp (LineTooLong, a line over 2 * READ_BUFSIZE, is an HttpProcessingError).
+_TRANSPORT_ERRORS = (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError)
+
+
+class ApiStream:
+    """A response being received (``ApiClient.stream``): the status and headers, then the body.
+
+    ``readline()`` returns the next line (with its newline; ``b""`` at the end
+    of the body); ``read()`` the rest of the body. A connection that breaks or
+    stays silent past the read timeout raises ``ApiUnavailable``.
+    """
+
+    def __init__(self, response: aiohttp.ClientResponse, what: str) -> None:
+        self.status = response.status
+        self.headers: Mapping[str, str] = response.headers
+        self._response = response
+        self._what = what
+
+    async def readline(self) -> bytes:
+        try:
+            return await self._response.content.readline()
+        except _TRANSPORT_ERRORS as error:
+            raise _unavailable(self._what, error) from None
+
+    async def read(self) -> bytes:
+        try:
+            return await self._response.read()
+        except _TRANSPORT_ERRORS as error:
+            raise _unavailable(self._what, error) from None
+
+    def response(self, body: bytes) -> ApiResponse:
+        """The status, ``body`` (from ``read()``) and headers as an ``ApiResponse`` (for its ``reason()``)."""
+        return ApiResponse(self.status, body, dict(self.headers))
+
+
+def _unavailable(what: str, error: BaseException) -> ApiUnavailable:
+    return ApiUnavailable(f"{what}: {type(error).__name__}: {error or 'timed out'}")
+
+
 class ApiClient:
     """Requests to one API server; ``close()`` (or ``async with``) ends its connections."""
 
@@ -86,9 +131,38 @@ class ApiClient:
                                             headers=headers, ssl=self._ssl if self._ssl is not None else True
                                             ) as response:
                 return ApiResponse(response.status, await response.read(), dict(response.headers))
-        except (TimeoutError, aiohttp.ClientError, OSError) as error:
-            raise ApiUnavailable(f"{method} {self.access.server}{path}: "
-                                 f"{type(error).__name__}: {error or 'timed out'}") from None
+        except _TRANSPORT_ERRORS as error:
+            raise _unavailable(f"{method} {self.access.server}{path}", error) from None
+
+    @contextlib.asynccontextmanager
+    async def stream(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
+                     read_timeout: float | None = None) -> AsyncIterator[ApiStream]:
+        """``async with client.stream("GET", path, params=...) as stream:`` the response as it arrives.
+
+        Takes a bucket token like ``request``. The connection must be made
+        within the client's timeout; then there is no total timeout, only
+        ``read_timeout`` seconds at most of silence (waiting for the headers,
+        then between two reads; None: no limit).
+        Transport failures, on connecting or while reading, are ``ApiUnavailable``.
+        """
+        await self.bucket.acquire()
+        headers = {**self.access.headers(), "Accept": "application/json"}
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout.total, sock_read=read_timeout)
+        what = f"{method} {self.access.server}{path}"
+        self.requests += 1
+        try:
+            response = await self._open().request(method, self.access.server + path, params=params,
+                                                  headers=headers, timeout=timeout,
+                                                  ssl=self._ssl if self._ssl is not None else True)
+        except _TRANSPORT_ERRORS as error:
+            raise _unavailable(what, error) from None
+        try:
+            yield ApiStream(response, what)
+        finally:
+            if response.content.at_eof():
+                response.release()  # the connection can serve another request
+            else:
+                response.close()  # left mid-body (a watch given up): the connection goes
 
     async def close(self) -> None:
         if self._session is not None:

@@ -1,0 +1,574 @@
+"""A reflector: one resource of the API server listed, then watched, into ``ObjectHandlers``.
+
+``RESOURCES`` describes each resource the service reads in one line (its
+path, the kind named by the handlers, the decoder of ``scorer.model``);
+``Reflector`` keeps one of them in step with the API server, as client-go's
+reflector and informer do (reference ``kubernetes-api-client.md`` §4):
+
+* **List.** A paginated LIST (``limit``, ``continue``; a continue token that
+  expired is answered with one full LIST, as client-go's pager does), with
+  the cyclic GC paused (a cache of many small objects costs seconds of
+  collections otherwise; ``gc.freeze()`` after the first list keeps them out
+  of later collections). The list is then delivered against the reflector's
+  own store: an add for a new object, an update when the resourceVersion
+  changed, a delete for an object that is gone. The first list is all adds.
+* **Watch** from the list's resourceVersion (``allowWatchBookmarks``,
+  ``timeoutSeconds`` with a ±10 % jitter), tracking the resourceVersion of
+  every event and bookmark. A watch that ends at its timeout is renewed at
+  once from the last resourceVersion.
+* **Faults.** A 410 Gone (HTTP, or an in-stream ``ERROR`` with code 410) means
+  the resourceVersion is compacted: re-list and diff, which delivers the
+  deletes of the gap. A broken connection, ``ApiUnavailable`` or a 5xx resumes
+  the watch from the last resourceVersion after a capped exponential backoff
+  with jitter (reset by a watch that delivered events); a 429 waits its
+  ``Retry-After``. Any other status or in-stream error is logged, backed off
+  and followed by a re-list. Nothing but ``CancelledError`` leaves ``run``.
+* **Malformed objects** (the decoder's ``ModelError``: a bad quantity, an
+  unknown enum value) are logged once per object and resourceVersion, counted
+  and passed to ``on_invalid``: a new one is not delivered, an invalid update
+  keeps the last valid version; a delete of a known object is always
+  delivered (the stored object: a delete only needs the key).
+* **Handlers** are synchronous and run on the reflector's task; an exception
+  in one is logged with the object's key, counted, and the watch goes on.
+
+Only the decoded objects of ``scorer.model`` are kept (one per key), never
+the API's JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+import orjson
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from scorer.errors import ModelError
+from scorer.inputs.describe import describe_value, printable
+from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
+from scorer.metrics import SchedulerMetrics
+from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict
+
+log = logging.getLogger("scorer.kube.reflector")
+
+DEFAULT_PAGE_SIZE = 500
+DEFAULT_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for this ±10 %
+WATCH_TIMEOUT_JITTER = 0.1
+# A watch is silent between events: the read timeout only catches a server gone quiet past its own deadline.
+WATCH_READ_MARGIN = 30.0
+MIN_BACKOFF = 0.2
+MAX_BACKOFF = 30.0
+
+InvalidCallback = Callable[[str, Mapping[str, Any], str], None]
+
+
+def _resource_version(obj: Any) -> Any:
+    return obj.resource_version
+
+
+@attrs.frozen(slots=True)
+class Resource:
+    """A resource the reflectors read.
+
+    ``name`` is the API's plural (the metric label, the task name); ``kind``
+    names the handlers (``on_<kind>_add``, ``_update``, ``_delete``);
+    ``decode`` builds the model object from the API's JSON and raises
+    ``ModelError`` for a malformed one; ``namespaced`` keys objects
+    ``namespace/name`` (else ``name``); ``version`` gives a decoded object's
+    resourceVersion, to tell changed objects in a re-list (None: the objects
+    are compared, for models that keep no resourceVersion).
+    """
+
+    name: str
+    path: str
+    kind: str
+    decode: Callable[[Mapping[str, Any]], Any]
+    namespaced: bool = False
+    version: Callable[[Any], Any] | None = None
+
+    def key(self, raw: Mapping[str, Any]) -> str | None:
+        """The store key of an API object (None when its metadata has no name)."""
+        meta = raw.get("metadata")
+        if not isinstance(meta, Mapping):
+            return None
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        if not self.namespaced:
+            return name
+        namespace = meta.get("namespace")
+        return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
+
+    def changed(self, old: Any, new: Any) -> bool:
+        if self.version is None:
+            return bool(old != new)
+        return bool(self.version(old) != self.version(new))
+
+
+RESOURCES: dict[str, Resource] = {r.name: r for r in (
+    Resource("namespaces", "/api/v1/namespaces", "namespace", namespace_from_dict),
+    Resource("nodes", "/api/v1/nodes", "node", node_from_dict, version=_resource_version),
+    Resource("pods", "/api/v1/pods", "pod", pod_from_dict, namespaced=True, version=_resource_version),
+)}
+
+
+class ReflectorMetrics:
+    """The ``scorer_reflector_*`` families, registered once in ``registry`` (labelled by resource): the
+    app's one registry (``SchedulerMetrics.registry``), or a private one when None (tests)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else SchedulerMetrics().registry
+        self.lists = Counter("scorer_reflector_lists", "LISTs of a resource (initial lists and re-lists).",
+                             ["resource"], registry=self.registry)
+        self.relists = Counter("scorer_reflector_relists",
+                               "Re-lists of a resource, by reason (gone: the watch's resourceVersion was "
+                               "compacted; error: an unexpected answer or a restarted reflector).",
+                               ["resource", "reason"], registry=self.registry)
+        self.watch_restarts = Counter("scorer_reflector_watch_restarts",
+                                      "Watches of a resource that ended and were started again, by reason "
+                                      "(timeout, closed, error, gone).",
+                                      ["resource", "reason"], registry=self.registry)
+        self.invalid_objects = Counter("scorer_reflector_invalid_objects",
+                                       "Objects the API sent that could not be decoded (each version once).",
+                                       ["resource"], registry=self.registry)
+        self.handler_errors = Counter("scorer_reflector_handler_errors",
+                                      "Exceptions raised by the object handlers (logged and skipped).",
+                                      ["resource"], registry=self.registry)
+        self.last_sync = Gauge("scorer_reflector_last_sync_timestamp_seconds",
+                               "When the reflector was last known to be in step with the API server "
+                               "(a completed list, a watch event or bookmark, a watch that reached its timeout).",
+                               ["resource"], registry=self.registry)
+
+
+class Backoff:
+    """Capped exponential backoff with jitter: ``initial``, doubling up to ``cap``; each delay is
+    stretched by up to ``jitter`` of itself (and still capped)."""
+
+    def __init__(self, initial: float = MIN_BACKOFF, cap: float = MAX_BACKOFF, *, jitter: float = 0.5,
+                 rng: random.Random | None = None) -> None:
+        self.initial = initial
+        self.cap = cap
+        self.jitter = jitter
+        self._rng = rng or random.Random()
+        self._current = initial
+
+    def next(self) -> float:
+        delay = self._current
+        self._current = min(self.cap, self._current * 2)
+        return min(self.cap, delay * (1.0 + self.jitter * self._rng.random()))
+
+    def reset(self) -> None:
+        self._current = self.initial
+
+
+def retry_after(headers: Mapping[str, str], cap: float) -> float | None:
+    """``Retry-After`` in seconds (the API server sends seconds), at most ``cap``; None when absent or a date."""
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), cap) if seconds == seconds else None  # NaN is not a delay
+
+
+class _GcPause:
+    """``paused()`` nests across concurrent lists: the first pause disables the cyclic GC, the last
+    one restores the state found by the first."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.was_enabled = False
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        if self.depth == 0:
+            self.was_enabled = gc.isenabled()
+            gc.disable()
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if self.depth == 0 and self.was_enabled:
+                gc.enable()
+
+
+GC_PAUSE = _GcPause()
+
+
+class WatchError(Exception):
+    """A watch (or list) ended by something other than its timeout.
+
+    ``what`` is the short kind for logs and ``state()``; ``relist``: the next
+    step is a re-list (else the watch resumes); ``gone``: a 410;
+    ``retry_after``: the server's delay (429); ``reason``: the watch-restart
+    label (error, closed, gone).
+    """
+
+    def __init__(self, what: str, message: str, *, relist: bool = False, retry_after: float | None = None,
+                 gone: bool = False, reason: str = "error") -> None:
+        super().__init__(message)
+        self.what = what
+        self.relist = relist or gone
+        self.retry_after = retry_after
+        self.gone = gone
+        self.reason = "gone" if gone else reason  # the watch_restarts label
+
+
+def _status_error(response: ApiResponse, cap: float) -> WatchError:
+    """What an HTTP status other than 200 means for a reflector."""
+    status = response.status
+    message = f"HTTP {status}: {printable(response.reason())}"
+    if status == 410:
+        return WatchError("410 Gone", message, relist=True, gone=True)
+    if status == 429:
+        return WatchError("HTTP 429", message, retry_after=retry_after(response.headers, cap))
+    if status >= 500:
+        return WatchError(f"HTTP {status}", message)
+    return WatchError(f"HTTP {status}", message, relist=True)
+
+
+@attrs.frozen(slots=True)
+class _Handlers:
+    add: Callable[[Any], None]
+    update: Callable[[Any, Any], None]
+    delete: Callable[[Any], None]
+
+
+def bind_handlers(resource: Resource, handlers: object) -> _Handlers:
+    """The bound ``on_<kind>_add/_update/_delete`` methods of ``handlers``."""
+    try:
+        return _Handlers(*(getattr(handlers, f"on_{resource.kind}_{change}") for change in ("add", "update", "delete")))
+    except AttributeError as error:
+        raise TypeError(f"{type(handlers).__name__} cannot receive {resource.name}: {error}") from None
+
+
+class Reflector:
+    """Lists and watches one ``Resource`` into the handlers given to ``run``.
+
+    ``store`` maps keys to the objects as last delivered; ``resource_version``
+    is the last one seen. ``deliver_after`` (awaited before each list is
+    delivered) orders the first lists of several reflectors.
+    """
+
+    def __init__(self, client: ApiClient, resource: Resource, *, metrics: ReflectorMetrics | None = None,
+                 page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
+                 on_invalid: InvalidCallback | None = None, min_backoff: float = MIN_BACKOFF,
+                 max_backoff: float = MAX_BACKOFF, deliver_after: Callable[[], Awaitable[None]] | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.client = client
+        self.resource = resource
+        self.metrics = metrics if metrics is not None else ReflectorMetrics()
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.on_invalid = on_invalid
+        self.max_backoff = max_backoff
+        self.deliver_after = deliver_after
+        self.store: dict[str, Any] = {}
+        self.resource_version = ""
+        self._rng = rng or random.Random()
+        self._backoff = Backoff(min_backoff, max_backoff, rng=self._rng)
+        self._handlers: _Handlers | None = None
+        self._invalid: dict[str, str] = {}  # key -> the resourceVersion already reported invalid
+        self._synced = asyncio.Event()
+        self._frozen = False
+        self._state = "not started"
+        name = resource.name
+        self._lists = self.metrics.lists.labels(name)
+        self._invalid_count = self.metrics.invalid_objects.labels(name)
+        self._handler_errors = self.metrics.handler_errors.labels(name)
+        self._last_sync = self.metrics.last_sync.labels(name)
+
+    # -- status
+
+    def has_synced(self) -> bool:
+        """True once the first list was delivered."""
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    def state(self) -> str:
+        """What the reflector is doing, for ``/readyz?verbose`` ("listing", "watching", "backing off after ...")."""
+        return self._state
+
+    # -- the loop
+
+    def bind(self, handlers: object) -> None:
+        """Deliver to ``handlers`` (``on_<kind>_add/_update/_delete``); ``run`` does it."""
+        self._handlers = bind_handlers(self.resource, handlers)
+
+    async def run(self, handlers: object) -> None:
+        """List, then watch, until cancelled. A run that starts with objects in the store (a restarted
+        reflector) re-lists against them."""
+        self.bind(handlers)
+        name = self.resource.name
+        listed = False
+        if self.has_synced():
+            self.metrics.relists.labels(name, "error").inc()
+        while True:
+            try:
+                if not listed:
+                    await self._list()
+                    listed = True
+                await self._watch()
+                continue
+            except asyncio.CancelledError:
+                raise
+            except WatchError as error:
+                failure = error
+            except ApiUnavailable as error:  # a broken stream is a closed watch; a failed connection an error
+                failure = WatchError("ApiUnavailable", f"API server unavailable: {error}",
+                                     reason="closed" if self._streaming else "error")
+            except Exception as error:  # a bug: logged with its traceback, then a re-list
+                log.exception("%s reflector: unexpected error", name)
+                failure = WatchError(type(error).__name__, str(error), relist=True)
+            if listed:
+                self.metrics.watch_restarts.labels(name, failure.reason).inc()
+                if failure.relist:
+                    listed = False
+                    self.metrics.relists.labels(name, failure.reason if failure.gone else "error").inc()
+            if failure.retry_after is not None:
+                delay = failure.retry_after
+            elif failure.gone and self._healthy:
+                delay = 0.0  # the watch made progress before its resourceVersion expired: re-list at once
+            else:
+                delay = self._backoff.next()
+            log.warning("%s reflector: %s; %s in %.1fs", name, failure,
+                        "listing" if not listed else "resuming the watch", delay)
+            self._state = f"backing off after {failure.what}"
+            await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        """One LIST of every page, decoded with the GC paused, then delivered against the store."""
+        self._state = "listing"
+        self._healthy = self._streaming = False
+        self._lists.inc()
+        items: dict[str, Any] = {}
+        with GC_PAUSE.paused():
+            version = await self._list_pages(items)
+        if self.deliver_after is not None:
+            self._state = "listed, waiting for the resources delivered first"
+            await self.deliver_after()
+        with GC_PAUSE.paused():
+            self._replace(items)
+        del items
+        if not self._frozen:
+            gc.freeze()  # the first cache is long-lived: keep it out of every later collection
+            self._frozen = True
+        self.resource_version = version
+        self._last_sync.set(time.time())
+        self._synced.set()
+
+    async def _list_pages(self, items: dict[str, Any]) -> str:
+        path = self.resource.path
+        limit, token, version = self.page_size, "", ""
+        seen: set[str] = set()
+        while True:
+            params = {"limit": str(limit)} if limit > 0 else {}
+            if token:
+                params["continue"] = token
+            response = await self.client.request("GET", path, params=params)
+            if response.status == 410 and token:
+                log.info("%s reflector: the list's continue token expired; listing again in one page",
+                         self.resource.name)
+                limit, token = 0, ""
+                items.clear()
+                seen.clear()
+                continue
+            if response.status != 200:
+                raise _status_error(response, self.max_backoff)
+            try:
+                body = response.json()
+            except orjson.JSONDecodeError as error:
+                raise WatchError("an undecodable list", f"GET {path}: the body is not JSON: {error}") from None
+            if not isinstance(body, Mapping):
+                raise WatchError("an undecodable list", f"GET {path}: {describe_value(body)} is not a list")
+            for raw in body.get("items") or ():
+                if not isinstance(raw, Mapping):
+                    continue
+                key = self.resource.key(raw)
+                if key is None:
+                    self._report_nameless(raw)
+                    continue
+                seen.add(key)
+                obj = self._decode(key, raw)
+                if obj is not None:
+                    items[key] = obj
+            meta = body.get("metadata")
+            meta = meta if isinstance(meta, Mapping) else {}
+            version = str(meta.get("resourceVersion") or version)
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        # An object listed but invalid keeps its last valid version; reports of objects gone are dropped.
+        for key in seen:
+            if key not in items and key in self.store:
+                items[key] = self.store[key]
+        for key in [k for k in self._invalid if k not in seen]:
+            del self._invalid[key]
+        return version
+
+    def _replace(self, items: dict[str, Any]) -> None:
+        """Deliver ``items`` (the whole list) against the store: deletes first, then adds and updates."""
+        handlers = self._require_handlers()
+        store = self.store
+        for key in [k for k in store if k not in items]:
+            self._deliver(handlers.delete, key, store.pop(key))
+        changed = self.resource.changed
+        for key, obj in items.items():
+            old = store.get(key)
+            if old is None:
+                store[key] = obj
+                self._deliver(handlers.add, key, obj)
+            elif old is not obj and changed(old, obj):
+                store[key] = obj
+                self._deliver(handlers.update, key, old, obj)
+
+    async def _watch(self) -> None:
+        """One watch from ``resource_version`` until it ends; returns when it reached its timeout, raises
+        ``WatchError``/``ApiUnavailable`` otherwise."""
+        timeout = max(1, round(self.watch_timeout * self._rng.uniform(1 - WATCH_TIMEOUT_JITTER,
+                                                                      1 + WATCH_TIMEOUT_JITTER)))
+        params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout),
+                  "resourceVersion": self.resource_version}
+        self._healthy = self._streaming = False
+        self._state = "watching"
+        started = time.monotonic()
+        async with self.client.stream("GET", self.resource.path, params=params,
+                                      read_timeout=timeout + WATCH_READ_MARGIN) as stream:
+            if stream.status != 200:
+                raise _status_error(stream.response(await stream.read()), self.max_backoff)
+            self._streaming = True
+            while line := await stream.readline():
+                if not line.strip():
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError as error:
+                    raise WatchError("an undecodable watch event", f"watch event is not JSON: {error}",
+                                     relist=True) from None
+                self.apply_event(event)
+                if not self._healthy:
+                    self._healthy = True
+                    self._backoff.reset()
+        if time.monotonic() - started < 0.9 * timeout:
+            raise WatchError("a closed watch", "the watch ended before its timeout", reason="closed")
+        self._backoff.reset()
+        self._last_sync.set(time.time())
+        self.metrics.watch_restarts.labels(self.resource.name, "timeout").inc()
+
+    # The current watch: its answer was 200 (_streaming); it delivered an event (_healthy).
+    _streaming = False
+    _healthy = False
+
+    def apply_event(self, event: Any) -> None:
+        """One decoded watch event: delivered, or only its resourceVersion kept (a bookmark). Raises
+        ``WatchError`` for an ``ERROR`` event (``gone`` for code 410) or an event that makes no sense."""
+        if not isinstance(event, Mapping) or not isinstance(event.get("object"), Mapping):
+            raise WatchError("a malformed watch event", f"watch event without an object: {describe_value(event)}",
+                             relist=True)
+        type_, raw = event.get("type"), event["object"]
+        if type_ == "ERROR":
+            code, message = raw.get("code"), printable(str(raw.get("message", "")))
+            if code == 410:
+                raise WatchError("410 Gone", f"watch ERROR 410: {message}", relist=True, gone=True)
+            raise WatchError(f"a watch ERROR {code}", f"watch ERROR {code}: {message}", relist=True)
+        meta = raw.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        if type_ != "BOOKMARK":
+            key = self.resource.key(raw)
+            if type_ in ("ADDED", "MODIFIED"):
+                if key is None:
+                    self._report_nameless(raw)
+                else:
+                    self._apply_change(key, raw)
+            elif type_ == "DELETED":
+                if key is not None:
+                    self._invalid.pop(key, None)
+                    old = self.store.pop(key, None)
+                    if old is not None:
+                        self._deliver(self._require_handlers().delete, key, old)
+            else:
+                raise WatchError("an unknown watch event", f"unknown watch event type {describe_value(type_)}",
+                                 relist=True)
+        if isinstance(version, str) and version:
+            self.resource_version = version
+        self._last_sync.set(time.time())
+
+    def _apply_change(self, key: str, raw: Mapping[str, Any]) -> None:
+        obj = self._decode(key, raw)
+        if obj is None:
+            return
+        handlers = self._require_handlers()
+        old = self.store.get(key)
+        self.store[key] = obj
+        if old is None:
+            self._deliver(handlers.add, key, obj)
+        else:
+            self._deliver(handlers.update, key, old, obj)
+
+    # -- objects
+
+    def _decode(self, key: str, raw: Mapping[str, Any]) -> Any:
+        """The model object, or None for a malformed one (reported once per resourceVersion)."""
+        try:
+            obj = self.resource.decode(raw)
+        except ModelError as error:
+            self._report_invalid(key, raw, str(error))
+            return None
+        except Exception as error:  # a decoder bug must not stop the watch either: logged with its traceback
+            self._report_invalid(key, raw, f"{self.resource.kind} {key}: {type(error).__name__}: {error}",
+                                 error=error)
+            return None
+        if self._invalid:
+            self._invalid.pop(key, None)
+        return obj
+
+    def _report_nameless(self, raw: Mapping[str, Any]) -> None:
+        self._report_invalid(None, raw, f"a {self.resource.kind} without a name: metadata.name: required")
+
+    def _report_invalid(self, key: str | None, raw: Mapping[str, Any], message: str, *,
+                        error: BaseException | None = None) -> None:
+        """Log, count and pass on a malformed object, once per key and resourceVersion."""
+        if key is not None:
+            version = _version_of(raw)
+            if self._invalid.get(key) == version:
+                return
+            self._invalid[key] = version
+        self._invalid_count.inc()
+        what = "its last valid version is kept" if key in self.store else "not delivered"
+        log.warning("%s reflector: invalid object (%s): %s", self.resource.name, what, printable(message),
+                    exc_info=error)
+        if self.on_invalid is not None:
+            try:
+                self.on_invalid(self.resource.name, raw, message)
+            except Exception:
+                log.exception("%s reflector: the on_invalid callback failed for %s", self.resource.name,
+                              printable(key or "an object without a name"))
+
+    def _deliver(self, handler: Callable[..., None], key: str, *objects: Any) -> None:
+        try:
+            handler(*objects)
+        except Exception:
+            self._handler_errors.inc()
+            log.exception("%s reflector: handler %s failed for %s", self.resource.name,
+                          getattr(handler, "__name__", handler), printable(key))
+
+    def _require_handlers(self) -> _Handlers:
+        if self._handlers is None:
+            raise RuntimeError(f"{self.resource.name} reflector: no handlers bound (call run or bind first)")
+        return self._handlers
+
+
+def _version_of(raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata")
+    version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+    return version if isinstance(version, str) else ""

@@ -1,0 +1,101 @@
+"""``ApiSource``: the ``ClusterSource`` of a real cluster, one reflector per resource.
+
+``run(handlers)`` starts a reflector for each resource (namespaces, nodes,
+pods by default) as a task named ``reflector:<resource>``. The lists run
+concurrently, but each first list is delivered only after the one before it
+(``resources`` order), so the handlers see every namespace, then every node,
+then every pod, as the ``ClusterSource`` contract says; then all watches run
+side by side. Everything runs on the caller's event loop: the handlers are
+synchronous and need no locking.
+
+A reflector never lets an error escape; should one crash all the same (a bug),
+its task logs it with its name and restarts it after a backoff, and the
+restarted reflector re-lists against what it delivered before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from prometheus_client import CollectorRegistry
+
+from scorer.cluster.interface import ObjectHandlers
+from scorer.kube.client import ApiClient
+from scorer.kube.reflector import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_WATCH_TIMEOUT,
+    MAX_BACKOFF,
+    MIN_BACKOFF,
+    RESOURCES,
+    Backoff,
+    InvalidCallback,
+    Reflector,
+    ReflectorMetrics,
+    bind_handlers,
+)
+
+log = logging.getLogger("scorer.kube.source")
+
+DEFAULT_RESOURCES = ("namespaces", "nodes", "pods")
+
+
+class ApiSource:
+    """Lists and watches ``resources`` (names of ``RESOURCES``) of the API server behind ``client``.
+
+    ``registry`` receives the ``scorer_reflector_*`` metrics (a private one if
+    None); ``on_invalid(resource, raw, message)`` is told of each malformed
+    object (once per resourceVersion).
+    """
+
+    def __init__(self, client: ApiClient, *, registry: CollectorRegistry | None = None,
+                 page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
+                 on_invalid: InvalidCallback | None = None, resources: tuple[str, ...] = DEFAULT_RESOURCES,
+                 min_backoff: float = MIN_BACKOFF, max_backoff: float = MAX_BACKOFF) -> None:
+        unknown = [name for name in resources if name not in RESOURCES]
+        if unknown or not resources:
+            raise ValueError(f"unknown resources {unknown or list(resources)}: expected some of {sorted(RESOURCES)}")
+        self.metrics = ReflectorMetrics(registry)
+        self.min_backoff = min_backoff
+        self.max_backoff = max_backoff
+        self.reflectors: dict[str, Reflector] = {}
+        previous: Reflector | None = None
+        for name in resources:
+            reflector = Reflector(client, RESOURCES[name], metrics=self.metrics, page_size=page_size,
+                                  watch_timeout=watch_timeout, on_invalid=on_invalid, min_backoff=min_backoff,
+                                  max_backoff=max_backoff,
+                                  deliver_after=previous.wait_for_sync if previous is not None else None)
+            self.reflectors[name] = previous = reflector
+
+    async def run(self, handlers: ObjectHandlers) -> None:
+        """Run every reflector until cancelled (cancelling and awaiting them all)."""
+        for reflector in self.reflectors.values():
+            bind_handlers(reflector.resource, handlers)  # a handlers object that lacks a kind fails here, at once
+        async with asyncio.TaskGroup() as group:
+            for name, reflector in self.reflectors.items():
+                group.create_task(self._supervise(reflector, handlers), name=f"reflector:{name}")
+
+    async def _supervise(self, reflector: Reflector, handlers: ObjectHandlers) -> None:
+        backoff = Backoff(self.min_backoff, self.max_backoff)
+        task = f"reflector:{reflector.resource.name}"
+        while True:
+            try:
+                await reflector.run(handlers)
+                log.error("task %s returned; restarting it", task)  # run() only ends by an exception
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("task %s crashed; restarting it", task)
+            await asyncio.sleep(backoff.next())
+
+    def has_synced(self) -> bool:
+        """True once every resource's first list was delivered."""
+        return all(reflector.has_synced() for reflector in self.reflectors.values())
+
+    async def wait_for_sync(self) -> None:
+        for reflector in self.reflectors.values():
+            await reflector.wait_for_sync()
+
+    def status(self) -> dict[str, str]:
+        """Each resource's state (``Reflector.state()``), for ``/readyz?verbose``."""
+        return {name: reflector.state() for name, reflector in self.reflectors.items()}
