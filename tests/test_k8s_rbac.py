@@ -106,7 +106,8 @@ async def exercise(control_plane) -> list[tuple[str, int]]:
                                             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
     pods = [pod_from_dict(create(control_plane, f"/api/v1/namespaces/{NAMESPACE}/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"schedulerName": "scorer", "containers": [{"name": "c", "image": "pause"}]}}))
+        # No profile of any test has this scheduler name: no scheduler started on this API server takes them.
+        "spec": {"schedulerName": "rbac-check", "containers": [{"name": "c", "image": "pause"}]}}))
         for name in ("rbac-bound", "rbac-pending")]
     calls: list[tuple[str, int]] = []
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig_for("scorer"))) as client:
@@ -165,7 +166,13 @@ async def exercise(control_plane) -> list[tuple[str, int]]:
 def scorer_api_calls(control_plane) -> list[tuple[str, int]]:
     """The exercise, once per session (the first test and the session's last one both need it)."""
     apply_shipped_rbac(control_plane)
-    return asyncio.run(exercise(control_plane))
+    try:
+        return asyncio.run(exercise(control_plane))
+    finally:  # leave the shared API server as other tests expect it: no extra node, pods or held Lease
+        pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+        for path in (f"{pods}/rbac-bound", f"{pods}/rbac-pending", f"/api/v1/nodes/{NODE}", f"{LEASE}/scorer"):
+            status, body = control_plane.request("DELETE", path + "?gracePeriodSeconds=0")
+            assert status in (200, 202, 404), (path, status, body)
 
 
 def test_the_service_account_may_make_every_call_of_the_service(scorer_api_calls) -> None:

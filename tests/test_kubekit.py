@@ -6,7 +6,7 @@ import json
 
 import orjson
 import pytest
-from kubekit import SCORER_USER, parse_audit_log
+from kubekit import SCORER_USER, ControlPlane, parse_audit_log
 
 from scorer.kube.client import ApiClient
 from scorer.kube.config import load_kubeconfig
@@ -90,3 +90,12 @@ def test_an_audited_watch_is_one_request_with_its_last_stage() -> None:
     [watch] = parse_audit_log(log + "\n")
     assert (watch.verb, watch.api_group, watch.resource, watch.code, watch.decision, watch.denied) == (
         "watch", "", "pods", 200, "allow", False)
+
+
+@kube
+def test_a_control_plane_can_run_without_the_audit_log(tmp_path) -> None:
+    with_audit, without = ControlPlane(tmp_path), ControlPlane(tmp_path, audit=False)
+    assert any(arg.startswith("--audit-log-path=") for arg in with_audit.apiserver_argv(1))
+    assert not any(arg.startswith("--audit") for arg in without.apiserver_argv(1))
+    with pytest.raises(RuntimeError, match="audit=False"):
+        without.audited_requests()
