@@ -56,6 +56,14 @@ def prometheus(prometheus_bin, exporter, tmp_path):
 # --- real etcd + kube-apiserver (tests/kubekit.py); tests using it are marked @pytest.mark.kube ---
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests decorated with ``kubekit.run_last`` run after all others: they read what the session did
+    (the API server's audit log of every test's requests)."""
+    last = [item for item in items if getattr(getattr(item, "function", None), "run_last", False)]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
+
+
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory):
     """A started kubekit.ControlPlane shared by the session; skips (or fails under CI=true) without one."""

@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# scorer's image: `docker build -t scorer:0.1.0 .` at the top of a checkout (k8s/deployment.yaml runs it).
+#
+# The builder stage makes wheels of scorer, of the contrib plugins the shipped configuration enables
+# (k8s/configmap.yaml: LoadAware, NetworkTraffic) and of every dependency; the final stage installs them
+# from that directory only (no index), on a slim Python without compilers, and runs as a non-root user.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml setup.cfg README.md ./
+COPY scorer/ scorer/
+COPY contrib_plugins/loadaware/ contrib_plugins/loadaware/
+COPY contrib_plugins/networktraffic/ contrib_plugins/networktraffic/
+RUN pip wheel --wheel-dir /wheels . ./contrib_plugins/loadaware ./contrib_plugins/networktraffic
+
+FROM ${PYTHON_IMAGE}
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# The numeric uid/gid the Deployment's securityContext runs as (runAsUser: 10001).
+RUN groupadd --system --gid 10001 scorer \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin scorer
+# The wheels are bind-mounted, not copied: they stay out of the image's layers. pip, setuptools and
+# wheel go once scorer is installed: nothing builds or installs packages at run time.
+RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels scorer scorer-loadaware scorer-networktraffic \
+ && pip uninstall --yes pip setuptools wheel
+USER 10001:10001
+EXPOSE 10259
+ENTRYPOINT ["scorer"]
+CMD ["run", "--config", "/etc/scorer/config.yaml"]
