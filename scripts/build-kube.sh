@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver v1.20.2 from Debian's `kubernetes` source package, with Debian's Go, for the
 # tests that run a real API server (tests/kubekit.py). Also installs etcd-server and openssl.
+# With --with-scheduler it also builds kube-scheduler v1.20.2 from the same tree, for the end-to-end
+# bench (bench/e2e.py); the default (the test command, CI) builds kube-apiserver only.
 #
 # The binaries go to a cache outside the repository, ${SCORER_KUBE_CACHE:-$HOME/.cache/scorer/kube-1.20.2}/bin,
-# and the build is skipped when they are there already. Needs root (apt-get); about 4 minutes on 2 cores
+# and each binary's build is skipped when it is there already. Needs root (apt-get); about 4 minutes on 2 cores
 # the first time, and ~2 GB of scratch space under the cache (removed after the build).
 # Recipe and caveats: ../shared/reference/kubernetes-api-client.md §3.2.
 #
-# Usage: bash scripts/build-kube.sh            # prints the bin directory on its last line
+# Usage: bash scripts/build-kube.sh [--with-scheduler]   # prints the bin directory on its last line
 set -euo pipefail
 
 CACHE="${SCORER_KUBE_CACHE:-$HOME/.cache/scorer/kube-1.20.2}"
 BIN="$CACHE/bin"
 say() { echo "build-kube.sh: $*" >&2; }
 
-if [ -x "$BIN/kube-apiserver" ] && command -v etcd >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1; then
+targets=(kube-apiserver)
+for arg in "$@"; do
+    case "$arg" in
+        --with-scheduler) targets+=(kube-scheduler) ;;
+        *) say "unknown argument '$arg' (usage: build-kube.sh [--with-scheduler])"; exit 2 ;;
+    esac
+done
+missing=()
+for target in "${targets[@]}"; do
+    [ -x "$BIN/$target" ] || missing+=("$target")
+done
+
+if [ ${#missing[@]} -eq 0 ] && command -v etcd >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1; then
     echo "$BIN"
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    say "kube-apiserver is not built in $BIN and this is not root with apt-get: cannot build it"
+    say "${missing[*]:-etcd or openssl} not installed in $BIN or on PATH and this is not root with apt-get: cannot build it"
     exit 1
 fi
 
@@ -29,7 +43,7 @@ apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends golang-go etcd-server openssl rsync jq make patch \
     golang-github-modern-go-reflect2-dev ca-certificates >/dev/null
 
-if [ ! -x "$BIN/kube-apiserver" ]; then
+if [ ${#missing[@]} -gt 0 ]; then
     work="$CACHE/work"
     rm -rf "$work"
     mkdir -p "$work/apt/lists/partial" "$work/apt/sources.list.d" "$BIN"
@@ -61,13 +75,18 @@ if [ ! -x "$BIN/kube-apiserver" ]; then
     # The vendored modern-go/reflect2 1.0.1 breaks on Go >= 1.18: Debian's 1.0.2 instead.
     rm -rf "$src/vendor/github.com/modern-go/reflect2"
     cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 "$src/vendor/github.com/modern-go/reflect2"
-    say "building kube-apiserver (make WHAT=cmd/kube-apiserver; a few minutes)"
+    what="${missing[*]/#/cmd/}"
+    say "building ${missing[*]} (make WHAT=\"$what\"; a few minutes)"
     (cd "$src" && HOME="$work/home" GOPROXY=off CGO_ENABLED=0 GOLDFLAGS="-s -w" \
-        make WHAT=cmd/kube-apiserver >"$work/build.log" 2>&1) || { tail -30 "$work/build.log" >&2; exit 1; }
-    cp "$src/_output/bin/kube-apiserver" "$BIN/kube-apiserver.tmp"
-    mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
+        make WHAT="$what" >"$work/build.log" 2>&1) || { tail -30 "$work/build.log" >&2; exit 1; }
+    for target in "${missing[@]}"; do
+        cp "$src/_output/bin/$target" "$BIN/$target.tmp"
+        mv "$BIN/$target.tmp" "$BIN/$target"
+    done
     chmod -R u+w "$work" 2>/dev/null || true
     rm -rf "$work"
 fi
-say "built $BIN/kube-apiserver ($("$BIN/kube-apiserver" --version 2>/dev/null || echo '?'))"
+for target in "${targets[@]}"; do
+    say "ready: $BIN/$target ($("$BIN/$target" --version 2>/dev/null || echo '?'))"
+done
 echo "$BIN"
