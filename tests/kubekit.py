@@ -181,10 +181,26 @@ class ControlPlane:
                              "--listen-peer-urls", f"http://127.0.0.1:{peer}",
                              "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
                              "--initial-cluster", f"default=http://127.0.0.1:{peer}"], etcd_env)
+        self._etcd_port = client
         self._spawn("kube-apiserver", self.apiserver_argv(client), dict(os.environ))
         self._write_kubeconfig(self.kubeconfig, TOKEN)
         self._wait_healthy()
         return self
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (etcd keeps running with the data): clients see connections refused."""
+        proc = self.processes.pop()
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port, over the same etcd; waits for /healthz."""
+        self._spawn("kube-apiserver", self.apiserver_argv(self._etcd_port), dict(os.environ))
+        self._wait_healthy()
 
     def apiserver_argv(self, etcd_port: int) -> list[str]:
         w = self.workdir
@@ -225,7 +241,7 @@ class ControlPlane:
             return []
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                                stdin=subprocess.DEVNULL))
         log.close()
@@ -270,10 +286,10 @@ class ControlPlane:
             return int(error.code), error.read()
 
     def stop(self) -> None:
+        """The API server first, then etcd: an API server that loses etcd first retries it until killed."""
         for proc in reversed(self.processes):
             if proc.poll() is None:
                 proc.terminate()
-        for proc in reversed(self.processes):
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:

@@ -10,10 +10,20 @@ import orjson
 import pytest
 from faultproxy import status_body, watch_error_line
 
-from scorer.kube.client import ApiUnavailable
+from scorer.kube.client import ApiClient, ApiUnavailable
+from scorer.kube.config import load_kubeconfig
 
 kube = pytest.mark.kube
 pytest_plugins = ("faultproxy",)
+
+
+@pytest.fixture
+async def proxied_client(fault_proxy, tmp_path):
+    """The proxy's own tests use ConfigMaps, which scorer never touches: their client does not call itself
+    scorer, so the RBAC audit (tests/test_k8s_rbac.py: user agents starting with "scorer") leaves it out."""
+    kubeconfig = load_kubeconfig(fault_proxy.write_kubeconfig(tmp_path / "kubeconfig"))
+    async with ApiClient(kubeconfig, user_agent="faultproxy-test") as client:
+        yield client
 
 
 def make_namespace(control_plane, name: str) -> None:
