@@ -189,13 +189,7 @@ class ControlPlane:
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver (etcd keeps running with the data): clients see connections refused."""
-        proc = self.processes.pop()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _end(self.processes.pop())
 
     def start_apiserver(self) -> None:
         """Start kube-apiserver again on the same port, over the same etcd; waits for /healthz."""
@@ -287,15 +281,8 @@ class ControlPlane:
 
     def stop(self) -> None:
         """The API server first, then etcd: an API server that loses etcd first retries it until killed."""
-        for proc in reversed(self.processes):
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.processes.clear()
+        while self.processes:
+            _end(self.processes.pop())
 
     def __enter__(self) -> ControlPlane:
         return self.start()
@@ -423,3 +410,14 @@ class Resources:
                                                "resourceVersion": orjson.loads(body)["metadata"]["resourceVersion"]}}
             status, body = self.plane.request("PUT", item + query, orjson.dumps(replacement))
         return status, orjson.loads(body) if body else {}
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
