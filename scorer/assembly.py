@@ -111,7 +111,7 @@ def assemble(
     hub = sources if sources is not None else SourceHub(
         lambda: cache.table.nodes, snapshot=metrics_snapshot, metrics=metrics, clock=metrics_clock)
     frameworks = build_frameworks(resolved, catalog, cache, cluster, hub, metrics)
-    if hub.bindings:  # some plugin reads metrics: record placements as in-flight load (pruned by its reads)
+    if hub.in_flight_enabled:  # some reader counts in-flight load (and prunes it when it reads)
         cache.placement_listeners.append(_placement_recorder(hub))
     first = frameworks[resolved[0].scheduler_name]
 
@@ -130,6 +130,8 @@ def assemble(
         max_backoff=float(config.pod_max_backoff_seconds),
         pre_enqueue=pre_enqueue,
         plugin_events=plugin_events(frameworks),
+        on_incoming=metrics.observe_incoming,
+        on_unschedulable=metrics.unschedulable_changed,
     )
     recorder = BufferedRecorder(cluster, capacity=event_buffer)
     scheduler = Scheduler(
@@ -149,7 +151,8 @@ def assemble(
 
 
 def _placement_recorder(hub: SourceHub) -> Callable[[Pod, str | None], None]:
-    """Assumed pods become in-flight load until their node's metrics show them."""
+    """Placements (pods assumed here, or bound by another scheduler) become in-flight load until
+    their node's metrics show them; pods that stop counting (forgotten, deleted) stop being load."""
 
     def record(pod: Pod, node: str | None) -> None:
         if node is None:

@@ -5,13 +5,26 @@ kube-scheduler's ``bindingCycle`` and ``handleBindingCycleError``
 (``Scheduler`` starts one per assumed pod), so a pod held at Permit or a slow
 API does not hold up the scheduling of others.
 
-On success: the ``Scheduled`` Event, the attempt counted, PostBind. The cache
-learns of the binding from the cluster source (the bound pod confirms the
-assumed one). On failure: Unreserve, forget the assumed pod, an
-``AssignedPodDelete`` event for the pods its resources may now fit, and the
-scheduling failure handling (requeue, FailedScheduling Event, PodScheduled
-condition): a Permit rejection or timeout is a FitError over that one node,
-anything else an error with ``binding rejected: <message>``.
+On success: the ``Scheduled`` Event, the attempt counted (with the pod's
+scheduling SLI and attempt count), PostBind. The cache learns of the binding
+from the cluster source (the bound pod confirms the assumed one). On failure:
+Unreserve, forget the assumed pod, an ``AssignedPodDelete`` event for the pods
+its resources may now fit, and then:
+
+* a binding the cluster refused for good (a Bind plugin's
+  ``BindConflictStatus``: the API's 404 or 409, the pod gone, re-created,
+  being deleted or bound already) ends the pod's flight without requeueing
+  it: the cluster source will show it bound, re-created or deleted. One log
+  line; no Event (the pod is not ours to report on any more); the attempt
+  counts as an error;
+* anything else goes through the scheduling failure handling (requeue,
+  FailedScheduling Event, PodScheduled condition): a Permit rejection or
+  timeout is a FitError over that one node, any other failure (5xx, 429, a
+  timeout, a plugin error) an error with ``binding rejected: <message>``,
+  requeued with backoff.
+
+The Bind step's outcome is counted in ``scorer_bind_results_total{result}``
+(bound, conflict, error).
 """
 
 from __future__ import annotations
@@ -23,6 +36,8 @@ import logging
 from scorer.cycle import ERROR, NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
 from scorer.framework.events import EVENT_ASSIGNED_POD_DELETE
 from scorer.framework.status import Code, Status
+from scorer.metrics import BIND_BOUND, BIND_CONFLICT, BIND_ERROR
+from scorer.plugins.defaultbinder import is_bind_conflict
 
 log = logging.getLogger("scorer.binding")
 
@@ -78,6 +93,7 @@ class BindingCycle:
         self.cache = cycle.cache
         self.queue = cycle.queue
         self.recorder = cycle.recorder
+        self.metrics = cycle.metrics
 
     async def run(self, attempt: Attempt, slots: BindingSlots | None = None) -> bool:
         """Bind ``attempt``; True if the pod was bound. ``slots`` bounds the bindings past
@@ -99,6 +115,9 @@ class BindingCycle:
                 status = await fwk.run_bind(state, pod, node)
                 if status.is_skip():
                     status = Status.error("no bind plugin bound the pod")
+                if self.metrics is not None:
+                    self.metrics.observe_bind(BIND_BOUND if status.is_success() else
+                                              BIND_CONFLICT if is_bind_conflict(status) else BIND_ERROR)
             if not status.is_success():
                 return self._failed(attempt, status)
             attempt.bound = True
@@ -106,6 +125,9 @@ class BindingCycle:
             self.recorder.record(pod, "Normal", "Scheduled", "Binding",
                                  f"Successfully assigned {pod.key} to {node}")
             self.cycle.observe(SCHEDULED, fwk, attempt.started)
+            qpi = attempt.qpi
+            if self.metrics is not None and qpi.initial_attempt_timestamp is not None:
+                self.metrics.observe_scheduled(qpi.attempts, self.queue.clock() - qpi.initial_attempt_timestamp)
             await fwk.run_post_bind(state, pod, node)
         finally:
             if slots is not None:
@@ -118,6 +140,8 @@ class BindingCycle:
         fwk, pod, node = attempt.framework, attempt.pod, attempt.node
         fwk.run_unreserve(attempt.state, pod, node)
         self.cache.forget(pod)
+        if is_bind_conflict(status):
+            return self._conflict(attempt, status)
         if status.is_rejected():
             # A Permit rejection or timeout: kube reports it as a FitError over that one node.
             message = f"{NO_NODE_AVAILABLE_MSG.format(1)}: {status.message()}."
@@ -133,6 +157,19 @@ class BindingCycle:
         message = status.message() or "binding failed"
         error = Status(Code.ERROR, (f"binding rejected: {message}",), status.plugin)
         self.cycle.fail(attempt.qpi, fwk, attempt.result, error, attempt.started)
+        return False
+
+    def _conflict(self, attempt: Attempt, status: Status) -> bool:
+        """The cluster refused the binding for good: end the flight, do not requeue."""
+        fwk, pod = attempt.framework, attempt.pod
+        self.queue.done(pod.key)
+        message = f"binding rejected: {status.message()}"
+        log.info("binding of pod %s to node %s refused (%s); not retried: the cluster shows what became of "
+                 "the pod", pod.key, attempt.node, status.message())
+        # The forgotten pod freed its node's resources: other pods may fit there now.
+        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+        self.cycle.observe(ERROR, fwk, attempt.started)
+        self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, None, ERROR, message))
         return False
 
     def crashed(self, attempt: Attempt, exc: BaseException) -> None:

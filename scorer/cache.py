@@ -34,9 +34,17 @@ class ClusterCache:
 
     A pod is *assumed* on a node as soon as a cycle picks it, before binding
     completes, so the next cycle already counts its resources. ``forget``
-    undoes that when binding fails; ``add_pod`` of the bound pod (from the
-    cluster source) confirms it. Pods in a terminal phase (Succeeded, Failed)
-    hold no resources and are never counted.
+    undoes that when binding fails; ``add_pod`` (or ``add_bound_pod``) of the
+    bound pod (from the cluster source) confirms it. Pods in a terminal phase
+    (Succeeded, Failed) hold no resources and are never counted.
+
+    ``placement_listeners`` hear of placements, for the metric sources'
+    in-flight load: ``(pod, node)`` when a pod is assumed, or when a pod seen
+    pending is bound by another scheduler (``add_bound_pod``; a binding that
+    confirms the pod assumed on that node is not a new placement), and
+    ``(pod, None)`` when a counted pod stops counting (forgotten, deleted,
+    terminal). Pods that arrive bound (``add_pod``: the initial list, a
+    re-list) are not placements: their load is in the metrics already.
     """
 
     def __init__(self) -> None:
@@ -50,8 +58,8 @@ class ClusterCache:
         self._waiting: dict[str, dict[str, Pod]] = {}
         # Nodes that counted a request of _SMALL or more: their totals are checked in full.
         self._large: set[str] = set()
-        # Called with (pod, node) when a pod is assumed and (pod, None) when it is
-        # forgotten: the metrics hub counts placements not yet visible in metrics.
+        # Called with (pod, node) when a pod is placed and (pod, None) when it stops counting
+        # (see the class docstring): the metrics hub counts placements not yet visible in metrics.
         self.placement_listeners: list[Callable[[Pod, str | None], None]] = []
 
     # -- nodes ---------------------------------------------------------------
@@ -139,12 +147,28 @@ class ClusterCache:
         else:
             self._waiting.setdefault(node_name, {})[key] = pod
 
+    def add_bound_pod(self, pod: Pod) -> None:
+        """A pod seen pending is now bound to ``pod.node_name``, by this scheduler or another.
+
+        Counted as ``add_pod`` counts it; the placement listeners hear of it,
+        unless it confirms the pod this scheduler assumed on that node (they
+        heard of that one when it was assumed).
+        """
+        key = pod.key
+        confirms = key in self.assumed and self.pod_node.get(key) == pod.node_name
+        self.add_pod(pod)
+        if not confirms and not pod.is_terminal:
+            for listener in self.placement_listeners:
+                listener(pod, pod.node_name)
+
     def remove_pod(self, pod: Pod) -> None:
         node_name = self.pod_node.pop(pod.key, None)
         old = self.pods.pop(pod.key, None)
         self.assumed.discard(pod.key)
         if node_name is not None and old is not None:
             self._uncount(old, node_name)
+            for listener in self.placement_listeners:
+                listener(old, None)
 
     def assume(self, pod: Pod, node_name: str) -> None:
         """Count ``pod`` on ``node_name`` (a node of the table) before it is bound.
@@ -162,8 +186,6 @@ class ClusterCache:
     def forget(self, pod: Pod) -> None:
         if pod.key in self.assumed:
             self.remove_pod(pod)
-            for listener in self.placement_listeners:
-                listener(pod, None)
 
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed

@@ -318,8 +318,8 @@ class ScheduleAlgorithm:
 class SchedulingCycle:
     """kube's schedulingCycle for the pods of every profile, and its failure handling.
 
-    ``algorithm`` places pods; ``timer`` times attempts for ``metrics``
-    (``observe_attempt``); ``on_report`` receives a CycleReport when an
+    ``algorithm`` places pods; ``timer`` times attempts and the algorithm for
+    ``metrics`` (``observe_attempt``, ``observe_algorithm``); ``on_report`` receives a CycleReport when an
     attempt ends (here for failures, from the binding cycle for the others).
     """
 
@@ -349,6 +349,8 @@ class SchedulingCycle:
         result = self.algorithm.schedule_pod(fwk, state, pod)
         if result.selected is None:
             return self.fail(qpi, fwk, result, result.status, started)
+        if self.metrics is not None:
+            self.metrics.observe_algorithm(self.timer() - started)
         node = result.selected
         try:
             self.cache.assume(pod, node)

@@ -54,5 +54,15 @@ class ConfigError(InputError):
         super().__init__("\n".join(lines))
 
 
+class BindConflict(ScorerError):
+    """The cluster refused a binding for good: the pod is gone or was re-created (the API's 404, or
+    a UID precondition failure), or it is already bound or being deleted (409).
+
+    Raised by a ``Binder`` (``scorer.cluster.interface``); defined here, at the bottom of the
+    layers, so the DefaultBinder plugin can tell it from other failures. The binding cycle
+    forgets the pod and does not retry it: the cluster source shows what became of it.
+    """
+
+
 class PluginError(ScorerError):
     """A plugin that cannot be registered or built (duplicate name, bad factory)."""

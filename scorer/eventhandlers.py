@@ -159,9 +159,10 @@ class EventHandlers:
             return
         if new.node_name:
             if not old.node_name:
-                # Bound (by us: this confirms the assumed pod; or by another scheduler).
+                # Bound (by us: this confirms the assumed pod; or by another scheduler: a placement).
                 self.queue.delete(old)
-                self._add_assigned(new)
+                if self._count(self.cache.add_bound_pod, new):
+                    self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD)
                 return
             if self._count(self.cache.add_pod, new):
                 for event in pod_update_events(old, new, ASSIGNED_POD):

@@ -3,24 +3,37 @@
 ``SchedulerMetrics`` owns the app's one ``CollectorRegistry``. The assembly
 creates it (or takes the caller's) and hands it to every part that exports
 metrics: the framework records extension-point and plugin timings here, the
-metric sources (``scorer.sources``) register their ``scorer_metrics_*``
-telemetry into ``registry``, and the service serves ``registry`` on
-``/metrics``. Names, labels and buckets follow kube-scheduler
-(reference/kube-scheduler.md §6); scorer's own families are ``scorer_*``.
-Label values are bounded sets: profile and plugin names come from the
-configuration, statuses and extension points are fixed.
+queue its insertions and unschedulable pods, the scheduling and binding
+cycles their attempts and binds, the metric sources (``scorer.sources``)
+register their ``scorer_metrics_*`` telemetry into ``registry``, and the
+service serves ``registry`` on ``/metrics``. Names, labels and buckets follow
+kube-scheduler (reference/kube-scheduler.md §6); scorer's own families are
+``scorer_*``. Label values are bounded sets: profile and plugin names come
+from the configuration, statuses, extension points, queues and queue events
+are fixed.
 
-This module is a leaf: it imports nothing else of scorer.
+Recording is cheap on the hot path: every labelled child is looked up once
+(``labels()`` costs microseconds) and kept in a dict. The gauges that
+describe state (``scheduler_pending_pods``, ``scheduler_cache_size``,
+``scheduler_goroutines``) are computed when the registry is collected, from
+the callables given to ``watch``, so scheduling pays nothing for them.
+
+This module is a leaf: it imports only the package's version from scorer.
 """
 
 from __future__ import annotations
 
+import platform
 import random
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
 
-M = TypeVar("M", Counter, Histogram)
+from scorer import __version__
+
+M = TypeVar("M", Counter, Gauge, Histogram)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -32,17 +45,35 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
 BUCKETS_ATTEMPT = exponential_buckets(0.001, 2, 15)  # B1
 BUCKETS_EXTENSION_POINT = exponential_buckets(0.0001, 2, 12)  # B2
 BUCKETS_PLUGIN = exponential_buckets(0.00001, 1.5, 20)  # B3
+BUCKETS_SLI = exponential_buckets(0.01, 2, 20)  # B4
+BUCKETS_POD_ATTEMPTS = exponential_buckets(1, 2, 5)  # B5
+BUCKETS_PREEMPTION_VICTIMS = exponential_buckets(1, 2, 7)  # B6
 
 # kube-scheduler records per-plugin durations in about 10% of cycles (pluginMetricsSamplePercent).
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
+# scheduler_pod_scheduling_sli_duration_seconds{attempts}: "1".."14", then "15+".
+SLI_ATTEMPTS_LABELS = 15
+
+# scorer_bind_results_total{result}: the Bind step's outcome.
+BIND_BOUND = "bound"  # the cluster accepted the binding
+BIND_CONFLICT = "conflict"  # refused for good (API 404/409): the pod is gone, re-created or bound already
+BIND_ERROR = "error"  # any other failure (5xx, 429, timeout, a plugin error): the pod is requeued
+BIND_RESULTS = (BIND_BOUND, BIND_CONFLICT, BIND_ERROR)
+
+# scheduler_goroutines{operation}
+OPERATION_BINDING = "binding"
 
 
 class SchedulerMetrics:
-    """The ``scheduler_*`` families scorer records, in one registry.
+    """The ``scheduler_*`` families scorer records, and scorer's own ``scorer_bind_results_total``
+    and ``scorer_build_info``, in one registry.
 
-    The service issue adds the queue, cache and binding families here; parts
-    that keep their own collectors (metric-source telemetry) register them in
-    ``registry``.
+    Recording methods (all cheap, none does I/O): ``observe_extension_point``,
+    ``observe_plugin``, ``observe_attempt``, ``observe_algorithm``,
+    ``observe_scheduled``, ``observe_incoming``, ``unschedulable_changed``,
+    ``observe_preemption``, ``observe_bind``. Scrape-time gauges read the
+    callables of ``watch``. Parts that keep their own collectors
+    (metric-source telemetry) register them in ``registry``.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None, *, rng: random.Random | None = None,
@@ -50,27 +81,71 @@ class SchedulerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._rng = rng or random.Random()
         self.sample_percent = sample_percent
+        reg = self.registry
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
             "scheduled, while 'error' means an internal scheduler problem.",
-            ["result", "profile"], registry=self.registry)
+            ["result", "profile"], registry=reg)
         self.scheduling_attempt_duration = Histogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            ["result", "profile"], buckets=BUCKETS_ATTEMPT, registry=self.registry)
+            ["result", "profile"], buckets=BUCKETS_ATTEMPT, registry=reg)
         self.framework_extension_point_duration = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"], buckets=BUCKETS_EXTENSION_POINT, registry=self.registry)
+            ["extension_point", "status", "profile"], buckets=BUCKETS_EXTENSION_POINT, registry=reg)
         self.plugin_execution_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
-            ["plugin", "extension_point", "status"], buckets=BUCKETS_PLUGIN, registry=self.registry)
+            ["plugin", "extension_point", "status"], buckets=BUCKETS_PLUGIN, registry=reg)
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds", buckets=BUCKETS_ATTEMPT, registry=reg)
+        self.pod_scheduling_sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue "
+            "and might involve multiple scheduling attempts.",
+            ["attempts"], buckets=BUCKETS_SLI, registry=reg)
+        self.pod_scheduling_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
+            buckets=BUCKETS_POD_ATTEMPTS, registry=reg)
+        self.queue_incoming_pods = Counter(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"], registry=reg)
+        self.unschedulable_pods = Gauge(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for "
+            "all plugins that caused it to not schedule and so this metric have meaning only when broken "
+            "down by plugin.",
+            ["plugin", "profile"], registry=reg)
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now", registry=reg)
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims", "Number of selected preemption victims",
+            buckets=BUCKETS_PREEMPTION_VICTIMS, registry=reg)
+        self.bind_results = Counter(
+            "scorer_bind_results",
+            "Outcomes of the Bind step: 'bound'; 'conflict', the cluster refused it for good (the pod is "
+            "gone, re-created, being deleted or bound already; not retried); 'error', any other failure "
+            "(the pod is requeued with backoff).",
+            ["result"], registry=reg)
+        self.build_info = Gauge(
+            "scorer_build_info", "scorer's version and the Python running it (always 1).",
+            ["version", "python"], registry=reg)
+        self.build_info.labels(__version__, platform.python_version()).set(1)
+        self._state = _StateCollector()
+        reg.register(self._state)
         # Labelled children by label values: labels() costs microseconds, a dict lookup does not.
         self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._point_children: dict[tuple[str, ...], Histogram] = {}
         self._plugin_children: dict[tuple[str, ...], Histogram] = {}
+        self._incoming_children: dict[tuple[str, ...], Counter] = {}
+        self._unschedulable_children: dict[tuple[str, ...], Gauge] = {}
+        self._sli_children: list[Histogram | None] = [None] * SLI_ATTEMPTS_LABELS  # by attempts - 1
+        # Created now so that every result is exported (0) before the first binding.
+        self._bind_children = {result: self.bind_results.labels(result) for result in BIND_RESULTS}
 
     def sample_plugins(self) -> bool:
         """Whether this cycle records per-plugin durations (about ``sample_percent`` % of cycles)."""
@@ -92,6 +167,98 @@ class SchedulerMetrics:
                 self.scheduling_attempt_duration.labels(result, profile))
         children[0].inc()
         children[1].observe(seconds)
+
+    def observe_algorithm(self, seconds: float) -> None:
+        """The scheduling algorithm found a node, in ``seconds``."""
+        self.scheduling_algorithm_duration.observe(seconds)
+
+    def observe_scheduled(self, attempts: int, seconds: float) -> None:
+        """A pod was bound after ``attempts`` attempts, ``seconds`` after it first entered the active queue."""
+        index = min(max(attempts, 1), SLI_ATTEMPTS_LABELS) - 1
+        child = self._sli_children[index]
+        if child is None:
+            child = self._sli_children[index] = self.pod_scheduling_sli_duration.labels(sli_attempts_label(index + 1))
+        child.observe(seconds)
+        self.pod_scheduling_attempts.observe(attempts)
+
+    def observe_incoming(self, queue: str, event: str) -> None:
+        """A pod entered the queue's pool ``queue`` (active, backoff, unschedulable, gated) on ``event``."""
+        labelled_child(self._incoming_children, self.queue_incoming_pods, (queue, event)).inc()
+
+    def unschedulable_changed(self, profile: str, plugins: Iterable[str], delta: int) -> None:
+        """A pod of ``profile`` rejected by ``plugins`` entered (+1) or left (-1) the unschedulable pool."""
+        children = self._unschedulable_children
+        for plugin in plugins:
+            labelled_child(children, self.unschedulable_pods, (plugin, profile)).inc(delta)
+
+    def observe_preemption(self, victims: int) -> None:
+        """A PostFilter preemption ran and selected ``victims`` pods."""
+        self.preemption_attempts.inc()
+        self.preemption_victims.observe(victims)
+
+    def observe_bind(self, result: str) -> None:
+        """The Bind step ended: ``result`` is one of BIND_RESULTS."""
+        self._bind_children[result].inc()
+
+    def watch(self, *, pending: Callable[[], Mapping[str, int]] | None = None,
+              cache_sizes: Callable[[], Mapping[str, int]] | None = None,
+              bindings: Callable[[], int] | None = None) -> None:
+        """Where the scrape-time gauges read their values (the Scheduler gives its own):
+        ``pending`` pods per queue for ``scheduler_pending_pods{queue}``, ``cache_sizes`` per type
+        for ``scheduler_cache_size{type}``, ``bindings`` in flight for
+        ``scheduler_goroutines{operation="binding"}``. A gauge without a callable has no sample."""
+        state = self._state
+        if pending is not None:
+            state.pending = pending
+        if cache_sizes is not None:
+            state.cache_sizes = cache_sizes
+        if bindings is not None:
+            state.bindings = bindings
+
+
+def sli_attempts_label(attempts: int) -> str:
+    """The ``attempts`` label of the SLI histogram: "1".."14", or "15+"."""
+    return str(attempts) if attempts < SLI_ATTEMPTS_LABELS else f"{SLI_ATTEMPTS_LABELS}+"
+
+
+class _StateCollector:
+    """``scheduler_pending_pods``, ``scheduler_cache_size`` and ``scheduler_goroutines``, read at collection."""
+
+    def __init__(self) -> None:
+        self.pending: Callable[[], Mapping[str, int]] | None = None
+        self.cache_sizes: Callable[[], Mapping[str, int]] | None = None
+        self.bindings: Callable[[], int] | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        return self._families(samples=False)
+
+    def collect(self) -> Iterator[Metric]:
+        return self._families(samples=True)
+
+    def _families(self, *, samples: bool) -> Iterator[Metric]:
+        pending = GaugeMetricFamily(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that "
+            "the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            labels=["queue"])
+        cache = GaugeMetricFamily(
+            "scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            labels=["type"])
+        goroutines = GaugeMetricFamily(
+            "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
+            labels=["operation"])
+        if samples:
+            for family, read in ((pending, self.pending), (cache, self.cache_sizes)):
+                if read is not None:
+                    for label, value in read().items():
+                        family.add_metric([label], value)
+            if self.bindings is not None:
+                goroutines.add_metric([OPERATION_BINDING], self.bindings())
+        yield pending
+        yield cache
+        yield goroutines
 
 
 def labelled_child(children: dict[tuple[str, ...], M], family: M, labels: tuple[str, ...]) -> M:

@@ -203,8 +203,11 @@ class SchedulingQueue:
     interested in every event, as kube treats plugins without
     EnqueueExtensions; map it to ``()`` to say that no event helps.
     ``on_incoming(queue, event_label)`` is called for every insertion into a
-    pool (for ``scheduler_queue_incoming_pods_total``). Times are in seconds
-    of ``clock``.
+    pool (for ``scheduler_queue_incoming_pods_total``);
+    ``on_unschedulable(profile, plugins, delta)`` when a pod enters (+1) or
+    leaves (-1, however it leaves) the unschedulable pool, with its
+    schedulerName and rejector plugins (for ``scheduler_unschedulable_pods``).
+    Times are in seconds of ``clock``.
 
     Pool reactions, per method:
 
@@ -240,6 +243,7 @@ class SchedulingQueue:
         pre_enqueue: Callable[[Pod], str | None] | None = None,
         plugin_events: Mapping[str, Sequence[ClusterEvent]] | None = None,
         on_incoming: Callable[[str, str], None] | None = None,
+        on_unschedulable: Callable[[str, frozenset[str], int], None] | None = None,
         backoff_flush_period: float = 1.0,
         unschedulable_flush_period: float = 30.0,
     ) -> None:
@@ -265,6 +269,7 @@ class SchedulingQueue:
             name: tuple(events) for name, events in (plugin_events or {}).items()
         }
         self._on_incoming = on_incoming
+        self._on_unschedulable = on_unschedulable
         self._backoff_flush_period = backoff_flush_period
         self._unschedulable_flush_period = unschedulable_flush_period
 
@@ -281,6 +286,11 @@ class SchedulingQueue:
         self._active_added = asyncio.Event()
 
     # -- reading -------------------------------------------------------------
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The queue's time source (timestamps and ``initial_attempt_timestamp`` are its readings)."""
+        return self._clock
 
     @property
     def scheduling_cycle(self) -> int:
@@ -406,7 +416,7 @@ class SchedulingQueue:
             hint = self._requeue_hint(parked, (event,))
             if hint is _Requeue.SKIP:
                 return UNSCHEDULABLE
-            del self._unschedulable[key]
+            self._unpark(key)
             return self._requeue(parked, hint, event.label, self._clock())
         return self._move_to_active(QueuedPodInfo(new_pod, timestamp=self._clock()), event.label)
 
@@ -418,7 +428,7 @@ class SchedulingQueue:
         key = pod.key
         self._active.remove(key)
         self._backoff.remove(key)
-        self._unschedulable.pop(key, None)
+        self._unpark(key)
         self._gated.pop(key, None)
         if (flight := self._in_flight.get(key)) is not None:
             flight.deleted = True
@@ -429,8 +439,7 @@ class SchedulingQueue:
         """Take the best active pod, or None if there is none (never blocks).
 
         If active is empty, backoff pods whose expiry has passed move first.
-        Increments ``attempts`` and the scheduling cycle, stamps
-        ``initial_attempt_timestamp`` on the first pop, clears the rejector
+        Increments ``attempts`` and the scheduling cycle, clears the rejector
         plugins of the previous attempt and marks the pod in flight.
         """
         now = self._clock()
@@ -442,8 +451,6 @@ class SchedulingQueue:
             return None
         info = self._active.pop().info
         info.attempts += 1
-        if info.initial_attempt_timestamp is None:
-            info.initial_attempt_timestamp = now
         info.unschedulable_plugins = frozenset()
         info.pending_plugins = frozenset()
         self._scheduling_cycle += 1
@@ -532,7 +539,7 @@ class SchedulingQueue:
         else:
             hint = self._requeue_hint(info, seen)
         if hint is _Requeue.SKIP:
-            self._unschedulable[key] = info
+            self._park(info)
             self._incoming(UNSCHEDULABLE, SCHEDULE_ATTEMPT_FAILURE)
             return UNSCHEDULABLE
         return self._requeue(info, hint, SCHEDULE_ATTEMPT_FAILURE, now)
@@ -589,7 +596,7 @@ class SchedulingQueue:
     def _activate_one(self, key: str) -> bool:
         if (entry := self._backoff.remove(key)) is not None:
             return self._move_to_active(entry.info, FORCE_ACTIVATE) == ACTIVE
-        if (info := self._unschedulable.pop(key, None)) is not None:
+        if (info := self._unpark(key)) is not None:
             return self._move_to_active(info, FORCE_ACTIVATE) == ACTIVE
         if (gated := self._gated.get(key)) is not None:
             if self._run_pre_enqueue(gated.pod) is not None:
@@ -649,10 +656,25 @@ class SchedulingQueue:
     def _push_active(self, info: QueuedPodInfo, label: str) -> str:
         info.gated = False
         info.gating_plugin = None
+        if info.initial_attempt_timestamp is None:  # kube's InitialAttemptTimestamp: gated time not counted
+            info.initial_attempt_timestamp = self._clock()
         self._active.push(_ActiveEntry(info.key, info, next(self._seq)))
         self._incoming(ACTIVE, label)
         self._active_added.set()
         return ACTIVE
+
+    def _park(self, info: QueuedPodInfo) -> None:
+        """Into the unschedulable pool (the caller checked the pod is in no pool)."""
+        self._unschedulable[info.key] = info
+        if self._on_unschedulable is not None:
+            self._on_unschedulable(info.pod.scheduler_name, _rejectors(info), 1)
+
+    def _unpark(self, key: str) -> QueuedPodInfo | None:
+        """Out of the unschedulable pool, if there."""
+        info = self._unschedulable.pop(key, None)
+        if info is not None and self._on_unschedulable is not None:
+            self._on_unschedulable(info.pod.scheduler_name, _rejectors(info), -1)
+        return info
 
     def _requeue(self, info: QueuedPodInfo, hint: _Requeue, label: str, now: float) -> str:
         expiry = self.backoff_expiry(info)
@@ -671,7 +693,7 @@ class SchedulingQueue:
             hint = self._requeue_hint(info, (event,))
             if hint is _Requeue.SKIP:
                 continue
-            del self._unschedulable[info.key]
+            self._unpark(info.key)
             self._requeue(info, hint, event.label, now)
             moved += 1
         return moved
@@ -714,6 +736,13 @@ class SchedulingQueue:
         if drop > 0:
             del self._events[:drop]
             self._events_base += drop
+
+
+def _rejectors(info: QueuedPodInfo) -> frozenset[str]:
+    """The plugins that rejected the pod's last attempt (kube's UnschedulablePlugins ∪ PendingPlugins)."""
+    if not info.pending_plugins:
+        return info.unschedulable_plugins
+    return info.unschedulable_plugins | info.pending_plugins
 
 
 def _backoff_before(a: _BackoffEntry, b: _BackoffEntry) -> bool:

@@ -90,8 +90,11 @@ class ScheduleOneResult:
 class Scheduler:
     """Owns the scheduling loop. Built by ``scorer.assembly.assemble``.
 
-    ``metrics`` gets one ``observe_attempt`` per attempt, ``on_report`` one
-    CycleReport per attempt. Time in the queue (backoff) follows the queue's clock.
+    ``metrics`` gets one ``observe_attempt`` per attempt (and the algorithm,
+    bind and SLI observations of the cycles), and reads the queue's pending
+    counts, the cache's sizes and the bindings in flight when scraped
+    (``SchedulerMetrics.watch``); ``on_report`` gets one CycleReport per
+    attempt. Time in the queue (backoff, the SLI) follows the queue's clock.
     """
 
     def __init__(
@@ -140,6 +143,9 @@ class Scheduler:
         self._grace = stop_grace
         self._loop_task: asyncio.Task[Any] | None = None
         self._stopped: asyncio.Event | None = None
+        if metrics is not None:  # the state gauges, read when /metrics is scraped
+            metrics.watch(pending=queue.pending_counts, cache_sizes=cache.sizes,
+                          bindings=lambda: len(self.binding_tasks))
 
     # -- the algorithm, for explain and tests ---------------------------------------
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False,

@@ -4,11 +4,14 @@ failure handling (Unreserve, forget, requeue, events, AssignedPodDelete)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import attrs
 import pytest
 from schedkit import build, config_with, schedule_all
 
 from scorer.binding import BindingSlots
+from scorer.errors import BindConflict, ScorerError
 from scorer.framework import Code, Status
 from scorer.testing import make_node, make_pod
 
@@ -35,16 +38,71 @@ class Unreserving:
         Unreserving.undone.append(f"{pod.key}@{node}")
 
 
-def test_bind_failure_forgets_the_pod_and_requeues():
-    nodes = [make_node("n1")]
+def sample(asm, name, **labels):
+    return asm.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def refuse_binding(cluster, exc):
+    """The cluster answers every bind with ``exc`` (an API 500: ScorerError; a 409: BindConflict)."""
+
+    async def bind(pod, node_name):
+        raise exc
+
+    cluster.bind = bind
+
+
+@pytest.mark.parametrize("change", ["gone", "bound elsewhere"])
+async def test_a_bind_conflict_forgets_the_pod_and_does_not_requeue_it(change, caplog):
     pod = make_pod("p", cpu="1")
-    asm, cluster = build(None, nodes, [pod])
-    del cluster.pods[pod.key]  # the pod disappears before binding: the API answers 404
-    schedule_all(asm)
-    assert asm.cache.sizes()["assumed_pods"] == 0
-    assert asm.cache.table.requested[0].sum() == 0
+    reports = []
+    asm, cluster = build(None, [make_node("n1"), make_node("n2")], [pod], on_report=reports.append)
+    if change == "gone":
+        del cluster.pods[pod.key]  # deleted; the watch has not said so yet: the API answers 404
+    else:
+        cluster.pods[pod.key] = attrs.evolve(pod, node_name="n2")  # another scheduler won: 409
+    turn = asm.scheduler.schedule_one()
+    with caplog.at_level(logging.INFO, logger="scorer.binding"):
+        assert await turn.binding is False
+    await asm.recorder.flush()
+    assert asm.cache.sizes()["assumed_pods"] == 0 and asm.cache.table.requested.sum() == 0
+    # Not requeued, no Event nor condition: the watch will show the pod deleted or bound.
+    assert len(asm.queue) == 0 and not asm.queue.is_in_flight(pod.key)
+    assert cluster.events == [] and pod.key not in cluster.conditions
+    [line] = [r.getMessage() for r in caplog.records if r.name == "scorer.binding"]
+    assert "default/p" in line and "not retried" in line
+    assert reports[-1].outcome == "error" and reports[-1].message.startswith("binding rejected: pod default/p ")
+    assert sample(asm, "scorer_bind_results_total", result="conflict") == 1
+    assert sample(asm, "scorer_bind_results_total", result="error") == 0
+    assert sample(asm, "scheduler_schedule_attempts_total", result="error", profile="default-scheduler") == 1
+    if change == "bound elsewhere":  # the watch delivers the binding: counted, not pending
+        asm.handlers.on_pod_update(pod, cluster.pods[pod.key])
+        assert asm.cache.pod_node[pod.key] == "n2" and len(asm.queue) == 0
+
+
+async def test_a_bind_error_forgets_the_pod_and_requeues_it_with_backoff():
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(None, [make_node("n1")], [pod])
+    refuse_binding(cluster, ScorerError("binding default/p to n1: HTTP 500: Internal Server Error"))
+    turn = asm.scheduler.schedule_one()
+    assert await turn.binding is False
+    await asm.recorder.flush()
+    assert asm.cache.sizes()["assumed_pods"] == 0 and asm.cache.table.requested.sum() == 0
+    assert asm.queue.pending_counts()["backoff"] == 1 and not asm.queue.is_in_flight(pod.key)
     note = cluster.events[-1].note
-    assert note.startswith("binding rejected: ") and "not found" in note
+    assert note.startswith("binding rejected: ") and "HTTP 500" in note
+    assert cluster.conditions[pod.key].reason == "SchedulerError"
+    assert sample(asm, "scorer_bind_results_total", result="error") == 1
+    assert sample(asm, "scorer_bind_results_total", result="conflict") == 0
+
+
+async def test_a_node_missing_from_the_in_memory_cluster_is_retried_not_a_conflict():
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(None, [make_node("n1")], [pod])
+    del cluster.nodes["n1"]  # gone; the watch has not said so yet
+    assert await asm.scheduler.schedule_one().binding is False
+    await asm.recorder.flush()
+    assert asm.queue.pending_counts()["backoff"] == 1
+    assert cluster.events[-1].note == "binding rejected: node 'n1' not found"
 
 
 def test_a_bound_pod_is_confirmed_by_the_cluster_source():
@@ -59,7 +117,8 @@ def test_a_bound_pod_is_confirmed_by_the_cluster_source():
     assert len(asm.queue) == 0 and not asm.queue.is_in_flight(pod.key)
 
 
-async def test_a_failed_binding_releases_pods_its_resources_may_now_fit():
+@pytest.mark.parametrize("failure", ["conflict", "error"])
+async def test_a_failed_binding_releases_pods_its_resources_may_now_fit(failure):
     nodes = [make_node("n1", cpu="1")]
     first, second = make_pod("first", cpu="1"), make_pod("second", cpu="1")
     Unreserving.undone = []
@@ -67,11 +126,13 @@ async def test_a_failed_binding_releases_pods_its_resources_may_now_fit():
     turn = asm.scheduler.schedule_one()  # "first" is assumed; its binding task has not run yet
     assert asm.scheduler.schedule_one().outcome == "unschedulable"  # no cpu left for "second"
     assert asm.queue.pending_counts()["unschedulable"] == 1
-    del cluster.pods[first.key]
+    refuse_binding(cluster, BindConflict("gone") if failure == "conflict" else ScorerError("HTTP 503"))
     assert await turn.binding is False
     assert Unreserving.undone == ["default/first@n1"]
-    # Forgetting "first" is an AssignedPodDelete: "second" leaves the unschedulable pool.
-    assert asm.queue.pending_counts() == {"active": 0, "backoff": 2, "unschedulable": 0, "gated": 0}
+    # Forgetting "first" is an AssignedPodDelete: "second" leaves the unschedulable pool;
+    # "first" is requeued after an error, not after a conflict.
+    backoff = 2 if failure == "error" else 1
+    assert asm.queue.pending_counts() == {"active": 0, "backoff": backoff, "unschedulable": 0, "gated": 0}
 
 
 @pytest.mark.parametrize("decision", ["allow", "reject", "timeout"])

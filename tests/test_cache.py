@@ -65,6 +65,31 @@ def test_taint_sets_are_interned():
     assert len(table.taint_sets) == 2
 
 
+def test_placement_listeners_hear_placements_by_any_scheduler_once():
+    cache = ClusterCache()
+    heard = []
+    cache.placement_listeners.append(lambda pod, node: heard.append((pod.name, node)))
+    cache.add_node(make_node("n1"))
+    cache.add_node(make_node("n2"))
+    cache.add_pod(make_pod("listed", node_name="n1"))  # arrived bound (the initial list): not a placement
+    mine, theirs = make_pod("mine"), make_pod("theirs")
+    cache.assume(mine, "n1")
+    cache.add_bound_pod(attrs.evolve(mine, node_name="n1"))  # confirms the assumed pod: heard at assume only
+    cache.add_bound_pod(attrs.evolve(theirs, node_name="n2"))  # bound by another scheduler
+    lost = make_pod("lost")
+    cache.assume(lost, "n1")
+    cache.add_bound_pod(attrs.evolve(lost, node_name="n2"))  # another scheduler won the race elsewhere
+    assert heard == [("mine", "n1"), ("theirs", "n2"), ("lost", "n1"), ("lost", "n2")]
+    assert cache.pod_node == {"default/listed": "n1", "default/mine": "n1", "default/theirs": "n2",
+                              "default/lost": "n2"} and not cache.assumed
+    heard.clear()
+    cache.remove_pod(theirs)  # deleted: no longer load
+    cache.add_pod(attrs.evolve(mine, node_name="n1", phase="Succeeded"))  # terminal: no longer load
+    cache.remove_pod(make_pod("unknown"))
+    cache.add_bound_pod(attrs.evolve(make_pod("done"), node_name="n1", phase="Failed"))
+    assert heard == [("theirs", None), ("mine", None)]
+
+
 def test_cache_assume_forget_and_confirm():
     cache = ClusterCache()
     cache.add_node(make_node("n"))

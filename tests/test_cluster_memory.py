@@ -17,6 +17,7 @@ from scorer.cluster.interface import (
     ObjectHandlers,
 )
 from scorer.cluster.memory import InMemoryCluster
+from scorer.errors import ScorerError
 from scorer.eventhandlers import EventHandlers
 from scorer.model import Namespace
 from scorer.testing import make_node, make_pod
@@ -95,13 +96,14 @@ async def test_bind_sets_the_node_and_delivers_the_bound_pod():
     assert handlers.calls[-1] == ("on_pod_update", "default/p", "default/p")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ("gone", "pod default/p not found"),
-    ("recreated", "pod default/p not found"),
-    ("bound", "pod default/p is already assigned to node 'n1'"),
-    ("no-node", "node 'n9' not found"),
+@pytest.mark.parametrize(("change", "message", "error"), [
+    ("gone", "pod default/p not found", BindConflict),
+    ("recreated", "pod default/p not found", BindConflict),
+    ("bound", "pod default/p is already assigned to node 'n1'", BindConflict),
+    # Not a conflict: the binding cycle retries the pod (elsewhere, as the node is gone).
+    ("no-node", "node 'n9' not found", ScorerError),
 ])
-async def test_bind_conflicts(change, message):
+async def test_bind_conflicts(change, message, error):
     pod = make_pod("p")
     cluster = InMemoryCluster([make_node("n1")], [pod], [])
     node = "n1"
@@ -113,8 +115,9 @@ async def test_bind_conflicts(change, message):
         cluster.pods[pod.key] = attrs.evolve(pod, node_name="n1")
     else:
         node = "n9"
-    with pytest.raises(BindConflict, match=message):
+    with pytest.raises(error, match=message) as raised:
         await cluster.bind(pod, node)
+    assert isinstance(raised.value, BindConflict) == (error is BindConflict)
 
 
 async def test_a_late_unschedulable_condition_does_not_undo_a_binding():

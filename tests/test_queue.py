@@ -39,6 +39,7 @@ class FakePod:
     uid: str = attrs.field(default=attrs.Factory(lambda self: f"uid-{self.name}", takes_self=True))
     scheduling_gates: tuple[str, ...] = ()
     resource_version: str = "1"
+    scheduler_name: str = "default-scheduler"
 
     @property
     def key(self) -> str:
@@ -190,12 +191,13 @@ def test_pop_counts_attempts_and_cycles(queue: SchedulingQueue, clock: FakeClock
     queue.add(FakePod("b"))
     clock.advance(3)
     info = pop(queue)
-    assert (info.attempts, info.initial_attempt_timestamp) == (1, 1003.0)
+    # Stamped when the pod first entered active (kube's InitialAttemptTimestamp), not at the pop.
+    assert (info.attempts, info.initial_attempt_timestamp) == (1, 1000.0)
     assert queue.scheduling_cycle == 2
     assert fail(queue, info, error=True) == BACKOFF
     clock.advance(1)
     info = pop(queue)
-    assert (info.attempts, info.initial_attempt_timestamp) == (2, 1003.0)
+    assert (info.attempts, info.initial_attempt_timestamp) == (2, 1000.0)
     assert queue.scheduling_cycle == 3
     assert queue.is_in_flight("default/b") and "default/b" not in queue
     queue.done("default/b")
@@ -672,6 +674,56 @@ def test_backoff_complete_label(
         (BACKOFF, SCHEDULE_ATTEMPT_FAILURE),
         (ACTIVE, BACKOFF_COMPLETE),
     ]
+
+
+def test_initial_attempt_timestamp_starts_when_a_gated_pod_is_admitted(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    gated = FakePod("job", scheduling_gates=("x",))
+    queue.add(gated)
+    clock.advance(60)  # time spent gated is not scheduling latency (kube's SLI)
+    queue.update(gated, attrs.evolve(gated, scheduling_gates=(), resource_version="2"))
+    clock.advance(1)
+    assert pop(queue).initial_attempt_timestamp == 1060.0
+
+
+class UnschedulableGauge:
+    """What ``on_unschedulable`` reports, summed per (profile, plugin)."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], int] = {}
+
+    def __call__(self, profile: str, plugins: frozenset[str], delta: int) -> None:
+        for plugin in plugins:
+            self.values[profile, plugin] = self.values.get((profile, plugin), 0) + delta
+
+    def nonzero(self) -> dict[tuple[str, str], int]:
+        return {key: value for key, value in self.values.items() if value}
+
+
+def test_unschedulable_gauge_follows_the_pool_whichever_way_pods_leave(clock: FakeClock) -> None:
+    gauge = UnschedulableGauge()
+    queue = SchedulingQueue(priority_sort, clock=clock, plugin_events=PLUGIN_EVENTS, on_unschedulable=gauge)
+    for name in ("moved", "deleted", "activated", "updated", "stale"):
+        park(queue, FakePod(name), "Deaf" if name != "moved" else "NodeResourcesFit")
+    other = FakePod("other", scheduler_name="second")
+    queue.add(other)
+    fail(queue, pop(queue), "VolumeBinding", pending_plugins=("Deaf",))
+    assert gauge.nonzero() == {("default-scheduler", "Deaf"): 4, ("default-scheduler", "NodeResourcesFit"): 1,
+                               ("second", "VolumeBinding"): 1, ("second", "Deaf"): 1}
+    queue.add(FakePod("errored"))
+    fail(queue, pop(queue), error=True)  # to backoff: not counted
+    assert sum(gauge.values.values()) == 7
+
+    assert queue.move_all_to_active_or_backoff(NODE_ADD) == 1  # "moved"
+    queue.delete(FakePod("deleted"))
+    assert queue.activate(["default/activated"]) == 1
+    queue.update(None, FakePod("updated", resource_version="2"))  # Deaf hears nothing: stays
+    queue.update(None, other, event=PVC_ADD)  # VolumeBinding's event: leaves
+    assert gauge.nonzero() == {("default-scheduler", "Deaf"): 2}
+    clock.advance(301)
+    assert queue.flush_unschedulable_leftover() == 2
+    assert gauge.nonzero() == {} and queue.pending_counts()[UNSCHEDULABLE] == 0
 
 
 @pytest.mark.parametrize(

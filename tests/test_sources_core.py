@@ -284,14 +284,20 @@ class _ReadsCpu:
     """A minimal metric-driven score plugin for the assembly tests."""
 
     name = "ReadsCpu"
+    policy = DataPolicyArgs()
 
     def __init__(self, args, handle) -> None:
         hub = source_hub(handle)
         source = hub.source(plugin=self.name, metric="cpu", address="", query="q", source_args=SourceArgs())
-        self.reader = MetricReader(hub, self.name, "cpu", source, DataPolicyArgs(), SourceArgs())
+        self.reader = MetricReader(hub, self.name, "cpu", source, self.policy, SourceArgs())
 
     def score_batch(self, state, pod, nodes):
         return self.reader.apply_policy(np.zeros(len(nodes), dtype=np.int64), self.reader.read(nodes))
+
+
+class _ReadsCpuWithoutInFlight(_ReadsCpu):
+    name = "ReadsCpuWithoutInFlight"
+    policy = DataPolicyArgs(in_flight=InFlightArgs(enabled=False))
 
 
 class _ReadsCpuModule:
@@ -299,36 +305,70 @@ class _ReadsCpuModule:
 
     @staticmethod
     def scorer_register_plugins(registry):
-        registry.register("ReadsCpu", _ReadsCpu, plugin_type=_ReadsCpu)
+        for cls in (_ReadsCpu, _ReadsCpuWithoutInFlight):
+            registry.register(cls.name, cls, plugin_type=cls)
 
 
 _ReadsCpuModule.scorer_register_plugins = hookimpl(_ReadsCpuModule.scorer_register_plugins)
 
 
-@pytest.mark.parametrize("reads_metrics", [True, False])
-def test_assumed_pods_become_in_flight_through_the_cache(reads_metrics):
+def _assemble_reading(plugins, objects, **kwargs):
     from scorer.assembly import assemble
     from scorer.cluster.memory import InMemoryCluster
-    from scorer.model import LoadedObjects
     from scorer.registry import build_registry
 
-    objects = LoadedObjects(nodes=[make_node("n1")])
     config = None
-    if reads_metrics:
+    if plugins:
         config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                  "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "ReadsCpu"}]}}}]}
-    asm = assemble(config, InMemoryCluster.from_objects(objects),
-                   registry=build_registry(autoload=False, modules=[_ReadsCpuModule]),
-                   metrics_snapshot=MetricsSnapshot({"cpu": {"n1": (0.1, 0.0)}}))
+                  "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": name} for name in plugins]}}}]}
+    cluster = InMemoryCluster.from_objects(objects)
+    asm = assemble(config, cluster, registry=build_registry(autoload=False, modules=[_ReadsCpuModule]),
+                   metrics_snapshot=MetricsSnapshot({"cpu": {"n1": (0.1, 0.0)}}), **kwargs)
+    return asm, cluster
+
+
+@pytest.mark.parametrize("plugins", [["ReadsCpu"], ["ReadsCpu", "ReadsCpuWithoutInFlight"],
+                                     ["ReadsCpuWithoutInFlight"], []])
+def test_assumed_pods_become_in_flight_through_the_cache(plugins):
+    from scorer.model import LoadedObjects
+
+    objects = LoadedObjects(nodes=[make_node("n1")])
+    asm, _ = _assemble_reading(plugins, objects)
     asm.cache.load(objects.nodes, [], [])
     pod = make_pod("p")
     asm.cache.assume(pod, "n1")
-    if not reads_metrics:  # nothing reads metrics: placements are not recorded (nothing would prune them)
-        assert asm.sources.in_flight.entries == {}
+    if "ReadsCpu" not in plugins:
+        # No reader counts in-flight load: placements are not recorded (nothing would prune them).
+        assert asm.cache.placement_listeners == [] and asm.sources.in_flight.entries == {}
         return
     assert asm.sources.in_flight.entries["default/p"].node == "n1"
     asm.cache.forget(pod)
     assert asm.sources.in_flight.entries == {}
+
+
+async def test_pods_bound_by_any_scheduler_become_in_flight_once():
+    from scorer.model import LoadedObjects
+
+    now = [1000.0]
+    listed = make_pod("listed", node_name="n1")
+    mine, theirs = make_pod("mine"), make_pod("theirs", scheduler_name="other-scheduler")
+    objects = LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=[listed, mine, theirs])
+    asm, cluster = _assemble_reading(["ReadsCpu"], objects, metrics_clock=lambda: now[0])
+    cluster.start(asm.handlers)
+    entries = asm.sources.in_flight.entries
+    assert entries == {}  # pods bound before the scheduler started are in the metrics already
+    heard = []
+    asm.cache.placement_listeners.append(lambda pod, node: heard.append((pod.name, node)))
+
+    turn = asm.scheduler.schedule_one()
+    now[0] = 1010.0
+    assert await turn.binding  # the watch confirms the assumed pod: the same placement, heard once
+    await cluster.bind(theirs, "n2")  # another scheduler binds its pod
+    assert heard == [("mine", turn.node), ("theirs", "n2")]
+    assert {key: (e.node, e.placed_at) for key, e in entries.items()} == {
+        "default/mine": (turn.node, 1000.0), "default/theirs": ("n2", 1010.0)}
+    cluster.delete(cluster.pods[theirs.key])  # gone: its load with it
+    assert list(entries) == ["default/mine"]
 
 
 def test_hub_shares_sources_and_names_them():

@@ -21,18 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from scorer.errors import ScorerError
+from scorer.errors import BindConflict
 
 if TYPE_CHECKING:
     from scorer.model import Namespace, Node, Pod
 
-
-class BindConflict(ScorerError):
-    """The cluster refused a binding: the pod is gone or was re-created (the API's 404, or a
-    UID precondition failure), it is already bound or being deleted (409), or the node is unknown.
-
-    The binding cycle reports it as ``binding rejected: ...`` and requeues the pod.
-    """
+__all__ = ["BindConflict", "Binder", "ClusterSource", "ClusterWriter", "EventRecorder", "EventSink",
+           "ObjectHandlers"]
 
 
 @runtime_checkable
@@ -41,7 +36,9 @@ class Binder(Protocol):
         """Bind ``pod`` (matched by namespace, name and UID) to ``node_name``.
 
         Returns once the cluster accepted the binding; raises ``BindConflict``
-        when it refused it, and any other exception on transport failures.
+        (``scorer.errors``) when it refused it for good (the pod gone,
+        re-created, being deleted or bound already: not retried), and any
+        other exception on failures worth retrying (transport, 5xx, 429).
         The binding reaches the scheduler's cache through the cluster source,
         as an update of the pod (that confirms the pod the cycle assumed).
         """

@@ -4,7 +4,9 @@ It holds Nodes, Pods and Namespaces, and implements the three seams of
 ``scorer.cluster.interface`` the way a kube-apiserver would:
 
 * ``Binder``: ``bind`` sets ``spec.nodeName`` and ``PodScheduled=True``, or
-  raises ``BindConflict`` (pod gone or re-created, already bound, unknown node);
+  raises ``BindConflict`` (pod gone or re-created, already bound: not
+  retried), or ``ScorerError`` for an unknown node (retried: the API server
+  would not refuse it, but a simulation should not bind to a missing node);
 * ``EventSink``: keeps the Events and PodScheduled conditions written to it;
 * ``ClusterSource``: ``start(handlers)`` lists every object into the event
   handlers (namespaces, nodes, then pods, in the order given), and from then
@@ -20,6 +22,7 @@ from typing import Any
 import attrs
 
 from scorer.cluster.interface import BindConflict, ObjectHandlers
+from scorer.errors import ScorerError
 from scorer.model import LoadedObjects, Namespace, Node, Pod
 
 __all__ = ["BindConflict", "Event", "InMemoryCluster", "PodCondition"]
@@ -65,7 +68,7 @@ class InMemoryCluster:
         if current.node_name:
             raise BindConflict(f"pod {pod.key} is already assigned to node {current.node_name!r}")
         if node_name not in self.nodes:
-            raise BindConflict(f"node {node_name!r} not found")
+            raise ScorerError(f"node {node_name!r} not found")
         bound = _with_node(current, node_name)
         self.pods[pod.key] = bound
         self.conditions[pod.key] = PodCondition("PodScheduled", "True", "", "")

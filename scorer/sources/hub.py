@@ -26,7 +26,7 @@ import numpy as np
 
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Node, Pod
-from scorer.sources.args import SourceArgs
+from scorer.sources.args import DataPolicyArgs, SourceArgs
 from scorer.sources.source import MetricsSource, PrometheusSource, PrometheusSpec, StaticSource
 from scorer.sources.static import MetricsSnapshot
 from scorer.sources.telemetry import SourceTelemetry
@@ -106,12 +106,21 @@ class InFlightTracker:
 
 @attrs.frozen(slots=True)
 class Binding:
-    """A plugin reading a source under a policy (what explain shows)."""
+    """A plugin reading a source under a policy (what explain shows).
+
+    ``reader`` is the plugin's reader (``MetricReader``); its ``policy``
+    (DataPolicyArgs) says whether it counts in-flight placements.
+    """
 
     plugin: str
     metric: str
     source: Any
     reader: Any
+
+    @property
+    def in_flight(self) -> bool:
+        policy = getattr(self.reader, "policy", None)
+        return isinstance(policy, DataPolicyArgs) and policy.in_flight.enabled
 
 
 class SourceHub:
@@ -192,6 +201,12 @@ class SourceHub:
 
     def bind(self, plugin: str, metric: str, source: MetricsSource, reader: Any) -> None:
         self.bindings.append(Binding(plugin, metric, source, reader))
+
+    @property
+    def in_flight_enabled(self) -> bool:
+        """Whether some reader counts in-flight placements: only then are placements worth recording
+        (the readers that count them also prune them)."""
+        return any(binding.in_flight for binding in self.bindings)
 
     @property
     def prometheus_sources(self) -> list[PrometheusSource]:
