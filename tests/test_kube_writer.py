@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
-from scorer.cluster.interface import BindConflict, ClusterWriter
+from scorer.cluster.interface import BindConflict, ClusterWriter, EventSink
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
-from scorer.kube.writer import ApiWriter
-from scorer.model import pod_from_dict
+from scorer.kube.writer import ApiWriter, EventLimits
+from scorer.model import Pod, pod_from_dict
 
 kube = pytest.mark.kube
 
@@ -109,3 +111,191 @@ async def test_events_fall_back_to_core_v1_when_the_events_group_is_not_served()
     await writer.write_event(pod, "Normal", "Scheduled", "Binding", "again")
     assert client.paths == ["/apis/events.k8s.io/v1/namespaces/ns/events", "/api/v1/namespaces/ns/events",
                             "/api/v1/namespaces/ns/events"]  # the group is asked once, then core v1 only
+
+
+# --- aggregation, rate limits, nominatedNodeName, bounded memory ----------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def events_of(control_plane, pod_name: str, group: str = "events.k8s.io") -> list[dict[str, Any]]:
+    path = ("/apis/events.k8s.io/v1/namespaces/default/events" if group == "events.k8s.io"
+            else "/api/v1/namespaces/default/events")
+    status, raw = control_plane.request("GET", path)
+    assert status == 200, raw
+    key = "regarding" if group == "events.k8s.io" else "involvedObject"
+    return [e for e in json.loads(raw)["items"] if e[key]["name"] == pod_name]
+
+
+def counts(registry: CollectorRegistry) -> dict[str, float | None]:
+    return {result: registry.get_sample_value("scorer_events_total", {"result": result})
+            for result in ("written", "aggregated", "dropped", "failed")}
+
+
+def unschedulable(writer: ApiWriter, pod: Pod, note: str = "0/3 nodes are available: 3 Insufficient cpu."):
+    return writer.write_event(pod, "Warning", "FailedScheduling", "Scheduling", note)
+
+
+@kube
+async def test_identical_events_become_one_event_with_a_series(control_plane) -> None:
+    clock, registry = Clock(), CollectorRegistry()
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, registry=registry, clock=clock)
+        pod = Pod(namespace="default", name="w-series", uid="u-series")
+        await unschedulable(writer, pod)
+        clock.now += 1
+        await unschedulable(writer, pod)  # first repeat: the series is written at once
+        [event] = events_of(control_plane, "w-series")
+        assert event["series"]["count"] == 2
+        clock.now += 1
+        sent = client.requests
+        await unschedulable(writer, pod)  # within series_interval of the last patch: nothing sent
+        assert client.requests == sent and events_of(control_plane, "w-series")[0]["series"]["count"] == 2
+        clock.now += 61
+        await unschedulable(writer, pod)  # a minute on: patched, with every repeat counted
+        [event] = events_of(control_plane, "w-series")
+        assert event["series"]["count"] == 4 and event["note"] == "0/3 nodes are available: 3 Insufficient cpu."
+        await unschedulable(writer, pod)
+        assert await writer.flush_series() == 1 and await writer.flush_series() == 0
+        assert events_of(control_plane, "w-series")[0]["series"]["count"] == 5
+        await unschedulable(writer, pod, "0/4 nodes are available: 4 Insufficient cpu.")  # another note: new Event
+        clock.now += 601  # the window after the last occurrence passed: the next one is a new Event
+        await unschedulable(writer, pod)
+        notes = sorted(e["note"] for e in events_of(control_plane, "w-series"))
+        assert notes == ["0/3 nodes are available: 3 Insufficient cpu.", "0/3 nodes are available: 3 Insufficient cpu.",
+                         "0/4 nodes are available: 4 Insufficient cpu."]
+        assert counts(registry) == {"written": 3, "aggregated": 4, "dropped": 0, "failed": 0}
+
+
+@kube
+async def test_a_series_whose_event_is_gone_starts_a_new_event(control_plane) -> None:
+    clock = Clock()
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, clock=clock)
+        pod = Pod(namespace="default", name="w-expired", uid="u")
+        await unschedulable(writer, pod)
+        [event] = events_of(control_plane, "w-expired")
+        status, raw = control_plane.request(  # as the API server's event TTL would
+            "DELETE", f"/apis/events.k8s.io/v1/namespaces/default/events/{event['metadata']['name']}")
+        assert status == 200, raw
+        await unschedulable(writer, pod)  # its series patch finds nothing: this one is a new Event
+        [again] = events_of(control_plane, "w-expired")
+        assert again["metadata"]["name"] != event["metadata"]["name"] and "series" not in again
+
+
+@kube
+async def test_the_core_v1_fallback_aggregates_with_count(control_plane) -> None:
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, clock=Clock())
+        writer._events_v1 = False  # as on a server without events.k8s.io (the fallback itself is tested above)
+        pod = Pod(namespace="default", name="w-core-series", uid="u")
+        for _ in range(3):
+            await unschedulable(writer, pod)
+        assert await writer.flush_series() == 1
+        [event] = events_of(control_plane, "w-core-series", group="core")
+        assert event["count"] == 3
+
+
+@kube
+async def test_new_events_beyond_the_global_and_per_pod_limits_are_dropped_and_counted(control_plane) -> None:
+    clock, registry = Clock(), CollectorRegistry()
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, registry=registry, clock=clock,
+                           limits=EventLimits(qps=1.0, burst=3, per_object_burst=2, per_object_refill_seconds=300))
+        pods = [Pod(namespace="default", name=f"w-limit-{i}", uid=f"u{i}") for i in range(4)]
+        for pod in pods:
+            await unschedulable(writer, pod)  # 3 pass the global burst, the 4th is dropped
+        assert [len(events_of(control_plane, p.name)) for p in pods] == [1, 1, 1, 0]
+        clock.now += 1  # one more token a second
+        await unschedulable(writer, pods[0], "another note")
+        await unschedulable(writer, pods[1], "another note")
+        assert [len(events_of(control_plane, p.name)) for p in pods] == [2, 1, 1, 0]
+        clock.now += 10
+        await unschedulable(writer, pods[0], "a third note")  # pod 0 spent its own burst of 2
+        await unschedulable(writer, pods[3])
+        assert [len(events_of(control_plane, p.name)) for p in pods] == [2, 1, 1, 1]
+        clock.now += 300  # one token of its own back every 5 minutes
+        await unschedulable(writer, pods[0], "a third note")
+        assert len(events_of(control_plane, pods[0].name)) == 3
+        assert counts(registry) == {"written": 6, "aggregated": 0, "dropped": 3, "failed": 0}
+
+
+@kube
+async def test_a_failed_event_is_counted_and_raised(control_plane) -> None:
+    registry = CollectorRegistry()
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, registry=registry)
+        with pytest.raises(ApiUnavailable, match="Event FailedScheduling"):
+            await unschedulable(writer, Pod(namespace="no-such-namespace", name="p", uid="u"))
+        assert counts(registry)["failed"] == 1
+
+
+def pod_status(control_plane, name: str) -> dict[str, Any]:
+    status, raw = control_plane.request("GET", f"/api/v1/namespaces/default/pods/{name}")
+    assert status == 200, raw
+    return dict(json.loads(raw)["status"])
+
+
+@kube
+async def test_nominated_node_name_is_set_and_cleared_with_the_condition(control_plane) -> None:
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client)
+        assert isinstance(writer, EventSink)
+        pod = new_pod(control_plane, "w-nominated")
+        message = "0/1 nodes are available: 1 Insufficient cpu."
+        await writer.write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n1")
+        status = pod_status(control_plane, "w-nominated")
+        assert status["nominatedNodeName"] == "n1"
+        assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+            ("PodScheduled", "False", "Unschedulable")]
+        sent = client.requests
+        await writer.write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n1")
+        assert client.requests == sent  # nothing changed: nothing sent
+        await writer.write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n2")
+        assert client.requests == sent + 1 and pod_status(control_plane, "w-nominated")["nominatedNodeName"] == "n2"
+        await writer.write_pod_condition(pod, "False", "Unschedulable", message)  # no longer nominated: cleared
+        status = pod_status(control_plane, "w-nominated")
+        assert "nominatedNodeName" not in status and status["conditions"][0]["message"] == message
+        # A writer that did not set it (another replica, a restart) clears what the pod was read with.
+        await ApiWriter(client).write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n3")
+        read = pod_from_dict(json.loads(control_plane.request("GET", "/api/v1/namespaces/default/pods/w-nominated")[1]))
+        assert read.nominated_node_name == "n3"
+        await ApiWriter(client).write_pod_condition(read, "False", "Unschedulable", "changed")
+        assert "nominatedNodeName" not in pod_status(control_plane, "w-nominated")
+
+
+@kube
+async def test_what_the_writer_remembers_is_bounded_and_forgotten(control_plane, node_name) -> None:
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client, max_pods=2, limits=EventLimits(max_series=2))
+        pods = [new_pod(control_plane, f"w-bounded-{i}") for i in range(3)]
+        for pod in pods:
+            await writer.write_pod_condition(pod, "False", "Unschedulable", "x")
+        sent = client.requests
+        await writer.write_pod_condition(pods[2], "False", "Unschedulable", "x")  # remembered
+        assert client.requests == sent
+        await writer.write_pod_condition(pods[0], "False", "Unschedulable", "x")  # the least recent: evicted
+        assert client.requests == sent + 1
+        writer.forget(pods[0].key)
+        await writer.write_pod_condition(pods[0], "False", "Unschedulable", "x")  # forgotten: written again
+        assert client.requests == sent + 2
+        # Series: the least recent is dropped beyond max_series, so its repeat is a new Event.
+        for pod in pods:
+            await unschedulable(writer, pod)
+        await unschedulable(writer, pods[0])
+        await unschedulable(writer, pods[2])
+        assert [len(events_of(control_plane, p.name)) for p in pods] == [2, 1, 1]
+        # A pod this writer bound keeps its condition; once forgotten (deleted, re-created) it does not.
+        await writer.bind(pods[1], node_name)
+        sent = client.requests
+        await writer.write_pod_condition(pods[1], "False", "Unschedulable", "late")
+        assert client.requests == sent
+        writer.forget(pods[1].key)
+        await writer.write_pod_condition(pods[1], "False", "Unschedulable", "late")
+        assert client.requests == sent + 1

@@ -14,40 +14,134 @@ real cluster (reference §7, §8.1):
 * ``write_event``: an ``events.k8s.io/v1`` Event regarding the pod
   (reportingController = the profile's scheduler name, reportingInstance =
   ``<controller>-<hostname>``), falling back to a core v1 Event when that
-  API group is not served.
-* ``write_pod_condition``: a strategic-merge patch of ``pods/status`` with
-  ``PodScheduled``, only when it differs from what this writer wrote last for
-  that pod, and never ``False`` for a pod it bound.
+  API group is not served. So that 10,000 unschedulable pods retried over
+  and over do not flood the API server (client-go's EventCorrelator, in
+  short; numbers in ``EventLimits``):
 
-Not here yet (the service issue): aggregating and rate-limiting Events of
-many unschedulable pods, and ``nominatedNodeName``.
+  - an Event identical to one written for the same pod (type, reason,
+    action, note) within ``window`` of the last occurrence is not written
+    again but counted in that Event's ``series`` (core v1: ``count``); the
+    count is patched on the first repeat and then at most every
+    ``series_interval`` (``flush_series()`` patches what is left);
+  - a new Event needs a token from the pod's own bucket (burst 25, one more
+    every 5 minutes: client-go's spam filter) and from the writer's global
+    bucket (``qps``/``burst``); without one it is dropped and counted.
+
+  ``scorer_events_total{result}`` counts written, aggregated, dropped and
+  failed Events (a failed series patch counts as failed too), in the
+  registry given (the app's; without one it is exported nowhere).
+* ``write_pod_condition``: a strategic-merge patch of ``pods/status`` with
+  ``PodScheduled`` and ``nominatedNodeName`` (set when preemption nominated a
+  node, cleared with null when the pod had one and no longer has), sent only
+  when the condition or the nomination differs from what this writer wrote
+  last for that pod, and never ``False`` for a pod it bound.
+
+What the writer remembers (conditions written, pods bound, series, per-pod
+buckets) is bounded: least recently used entries go first, series also
+expire after ``window``. ``forget(pod_key)`` drops a deleted pod's entries.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
+import logging
 import socket
 import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+from prometheus_client import CollectorRegistry, Counter
 
 from scorer.cluster.interface import BindConflict
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.model import Pod
 
+log = logging.getLogger("scorer.kube.writer")
+
 CONDITION_TYPE = "PodScheduled"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+_V = TypeVar("_V")
+
+DEFAULT_MAX_PODS = 100_000  # pods whose last condition and binding are remembered
+
+
+@attrs.frozen(slots=True)
+class EventLimits:
+    """How many Events an ``ApiWriter`` sends. A rate <= 0 means no limit."""
+
+    qps: float = 5.0  # new Events per second, all pods together ...
+    burst: int = 25  # ... after a burst of this many
+    per_object_burst: int = 25  # new Events of one pod (client-go's spam filter: 25, ...
+    per_object_refill_seconds: float = 300.0  # ... then one every 5 minutes)
+    window: float = 600.0  # seconds after its last occurrence an Event still absorbs identical ones
+    series_interval: float = 60.0  # seconds between two patches of a series' count
+    max_series: int = 50_000  # series and per-pod buckets remembered
+
+
+class _Bucket:
+    """A token bucket that never waits: ``ready`` says whether a token is there, ``spend`` takes it."""
+
+    __slots__ = ("tokens", "updated")
+
+    def __init__(self, burst: int, now: float) -> None:
+        self.tokens = float(burst)
+        self.updated = now
+
+    def ready(self, rate: float, burst: int, now: float) -> bool:
+        if rate <= 0:
+            return True
+        self.tokens = min(float(burst), self.tokens + (now - self.updated) * rate)
+        self.updated = now
+        return self.tokens >= 1.0
+
+    def spend(self) -> None:
+        self.tokens -= 1.0
+
+
+@attrs.define(slots=True)
+class _Series:
+    """An Event written, and the identical ones absorbed since."""
+
+    path: str  # the Event's URL path (events.k8s.io/v1 or core v1)
+    v1: bool
+    last_seen: float  # monotonic
+    last_patch: float  # monotonic
+    last_observed: datetime.datetime
+    count: int = 1
+    reported: int = 1  # the count the API has
 
 
 class ApiWriter:
     """Bindings, Events and pod conditions through ``client``."""
 
     def __init__(self, client: ApiClient, *, controller: str = "default-scheduler",
-                 instance: str | None = None) -> None:
+                 instance: str | None = None, limits: EventLimits = EventLimits(),
+                 registry: CollectorRegistry | None = None, max_pods: int = DEFAULT_MAX_PODS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.controller = controller
         self.instance = instance or f"{controller}-{socket.gethostname()}"
-        self._conditions: dict[str, tuple[str, str, str, str]] = {}  # pod key -> (uid, status, reason, message)
-        self._bound: set[tuple[str, str]] = set()  # (pod key, uid) this writer bound
+        self.limits = limits
+        self.max_pods = max_pods
+        self._clock = clock
+        # pod key -> (uid, status, reason, message, nominated node)
+        self._conditions: collections.OrderedDict[str, tuple[str, str, str, str, str]] = collections.OrderedDict()
+        self._bound: collections.OrderedDict[str, str] = collections.OrderedDict()  # pod key -> uid this writer bound
         self._events_v1: bool | None = None  # None until the first Event tells
+        # (pod key, uid, type, reason, action, note) -> its series, least recently seen first
+        self._series: collections.OrderedDict[tuple[str, ...], _Series] = collections.OrderedDict()
+        self._object_buckets: collections.OrderedDict[str, _Bucket] = collections.OrderedDict()
+        self._bucket = _Bucket(limits.burst, clock())
+        self._dropping = False
+        events = Counter("scorer_events", "Events regarding pods: written, aggregated into the series of an "
+                         "identical one, dropped by the rate limits, or failed.", ["result"],
+                         registry=registry)
+        self._written, self._aggregated, self._dropped, self._failed = (
+            events.labels(result) for result in ("written", "aggregated", "dropped", "failed"))
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         body = {"apiVersion": "v1", "kind": "Binding",
@@ -56,61 +150,182 @@ class ApiWriter:
         response = await self.client.request("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding",
                                              body=body)
         if response.status in (200, 201):
-            self._bound.add((pod.key, pod.uid))
+            _remember(self._bound, pod.key, pod.uid, self.max_pods)
             return
         if response.status in (404, 409):
             raise BindConflict(f"binding {pod.key} to {node_name}: {response.status}: {response.reason()}")
         raise ApiUnavailable(f"binding {pod.key} to {node_name}: HTTP {response.status}: {response.reason()}")
 
+    # --- Events ----------------------------------------------------------------------------------
+
     async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
+        now = self._clock()
+        self._expire_series(now)
+        key = (pod.key, pod.uid, type_, reason, action, note)
+        series = self._series.get(key)
+        if series is not None:
+            series.count += 1
+            series.last_seen = now
+            series.last_observed = datetime.datetime.now(datetime.UTC)
+            self._series.move_to_end(key)
+            due = series.reported == 1 or now - series.last_patch >= self.limits.series_interval
+            if not due or await self._patch_series(key, series, now) or key in self._series:
+                self._aggregated.inc()
+                return
+            # The Event is gone (expired): this occurrence starts a new one.
+        if not self._admit(pod.key, now):
+            self._dropped.inc()
+            if not self._dropping:
+                self._dropping = True
+                log.warning("event rate limit reached: dropping new events (counted in scorer_events_total)")
+            return
+        if self._dropping:
+            self._dropping = False
+            log.info("event rate limit: writing events again")
+        try:
+            path, v1, stamp = await self._post_event(pod, type_, reason, action, note)
+        except Exception:
+            self._failed.inc()
+            raise
+        self._written.inc()
+        self._series[key] = _Series(path, v1, now, now, stamp)
+        while len(self._series) > self.limits.max_series:
+            self._series.popitem(last=False)
+
+    async def _post_event(self, pod: Pod, type_: str, reason: str, action: str,
+                          note: str) -> tuple[str, bool, datetime.datetime]:
+        """POST a new Event; its path, whether it is events.k8s.io/v1, and its time."""
         now = datetime.datetime.now(datetime.UTC)
         name = f"{pod.name}.{time.time_ns():x}"
         if self._events_v1 is not False:
-            response = await self.client.request("POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events",
+            path = f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events"
+            response = await self.client.request("POST", path,
                                                  body=self._event_v1(pod, name, now, type_, reason, action, note))
             if response.status != 404:
                 self._events_v1 = True
                 _check(response, f"Event {reason} for {pod.key}")
-                return
+                return f"{path}/{name}", True, now
             self._events_v1 = False  # the group is not served: core v1 from now on
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        response = await self.client.request("POST", f"/api/v1/namespaces/{pod.namespace}/events", body={
+        path = f"/api/v1/namespaces/{pod.namespace}/events"
+        response = await self.client.request("POST", path, body={
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": pod.namespace},
             "involvedObject": _regarding(pod), "type": type_, "reason": reason, "message": note,
             "action": action, "source": {"component": self.controller}, "reportingComponent": self.controller,
             "reportingInstance": self.instance, "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1})
         _check(response, f"Event {reason} for {pod.key}")
+        return f"{path}/{name}", False, now
 
     def _event_v1(self, pod: Pod, name: str, now: datetime.datetime, type_: str, reason: str, action: str,
                   note: str) -> dict[str, object]:
         return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
                 "metadata": {"name": name, "namespace": pod.namespace},
-                "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "reportingController": self.controller,
+                "eventTime": now.strftime(MICRO_TIME), "reportingController": self.controller,
                 "reportingInstance": self.instance, "action": action, "reason": reason, "type": type_,
                 "note": note, "regarding": _regarding(pod)}
 
-    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
-        if status == "False" and (pod.key, pod.uid) in self._bound:
+    def _admit(self, pod_key: str, now: float) -> bool:
+        """Whether a new Event of this pod may be written now (a token from its bucket and the global one)."""
+        limits = self.limits
+        bucket = self._object_buckets.get(pod_key)
+        if bucket is None:
+            bucket = _remember(self._object_buckets, pod_key, _Bucket(limits.per_object_burst, now),
+                               limits.max_series)
+        else:
+            self._object_buckets.move_to_end(pod_key)
+        per_object_rate = 1.0 / limits.per_object_refill_seconds if limits.per_object_refill_seconds > 0 else 0.0
+        if not (bucket.ready(per_object_rate, limits.per_object_burst, now)
+                and self._bucket.ready(limits.qps, limits.burst, now)):
+            return False
+        if per_object_rate > 0:
+            bucket.spend()
+        if limits.qps > 0:
+            self._bucket.spend()
+        return True
+
+    async def _patch_series(self, key: tuple[str, ...], series: _Series, now: float) -> bool:
+        """Bring the API's count of ``series`` up to date, if the global bucket has a token."""
+        if not self._bucket.ready(self.limits.qps, self.limits.burst, now):
+            return False  # later: the next repeat or flush_series()
+        if self.limits.qps > 0:
+            self._bucket.spend()
+        count, observed = series.count, series.last_observed
+        if series.v1:
+            patch: dict[str, object] = {"series": {"count": count, "lastObservedTime": observed.strftime(MICRO_TIME)}}
+        else:
+            patch = {"count": count, "lastTimestamp": observed.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        try:
+            response = await self.client.request("PATCH", series.path, body=patch, content_type=MERGE_PATCH)
+            if response.status == 404:  # the Event expired (the API's event TTL): forget the series
+                self._series.pop(key, None)
+                return False
+            _check(response, f"Event series {series.path}")
+        except Exception:
+            self._failed.inc()
+            raise
+        series.reported = max(series.reported, count)
+        series.last_patch = now
+        return True
+
+    async def flush_series(self) -> int:
+        """Patch every series whose count the API does not have yet (shutdown, or a periodic task);
+        the number patched. Limited by the global bucket like every Event write."""
+        patched = 0
+        for key, series in list(self._series.items()):
+            if series.count > series.reported and await self._patch_series(key, series, self._clock()):
+                patched += 1
+        return patched
+
+    def _expire_series(self, now: float) -> None:
+        window = self.limits.window
+        while self._series:
+            oldest = next(iter(self._series.values()))
+            if now - oldest.last_seen < window:
+                break
+            self._series.popitem(last=False)
+
+    # --- the PodScheduled condition ---------------------------------------------------------------
+
+    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
+                                  nominated_node: str | None = None) -> None:
+        if status == "False" and self._bound.get(pod.key) == pod.uid:
             return  # written after this writer bound the pod: the binding set PodScheduled=True
-        wanted = (pod.uid, status, reason, message)
-        if self._conditions.get(pod.key) == wanted:
+        nominated = nominated_node or ""
+        wanted = (pod.uid, status, reason, message, nominated)
+        previous = self._conditions.get(pod.key)
+        if previous == wanted:
+            self._conditions.move_to_end(pod.key)
             return
+        # The nomination the pod has: the one this writer wrote last, else the one the pod was read with.
+        current = previous[4] if previous is not None and previous[0] == pod.uid else pod.nominated_node_name
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        patch = {"status": {"conditions": [{"type": CONDITION_TYPE, "status": status, "reason": reason,
-                                            "message": message, "lastProbeTime": None,
-                                            "lastTransitionTime": stamp}]}}
+        pod_status: dict[str, object] = {"conditions": [{
+            "type": CONDITION_TYPE, "status": status, "reason": reason, "message": message, "lastProbeTime": None,
+            "lastTransitionTime": stamp}]}
+        if nominated != current:
+            pod_status["nominatedNodeName"] = nominated or None
         response = await self.client.request("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
-                                             body=patch, content_type=STRATEGIC_MERGE_PATCH)
+                                             body={"status": pod_status}, content_type=STRATEGIC_MERGE_PATCH)
         if response.status == 404:
             self._conditions.pop(pod.key, None)
             return  # the pod is gone: nothing to tell
         _check(response, f"PodScheduled condition of {pod.key}")
-        self._conditions[pod.key] = wanted
+        _remember(self._conditions, pod.key, wanted, self.max_pods)
 
     def forget(self, pod_key: str) -> None:
-        """A deleted pod: drop what this writer remembers of it."""
+        """A deleted pod: drop what this writer remembers of it (its series expire on their own)."""
         self._conditions.pop(pod_key, None)
-        self._bound = {entry for entry in self._bound if entry[0] != pod_key}
+        self._bound.pop(pod_key, None)
+        self._object_buckets.pop(pod_key, None)
+
+
+def _remember(entries: collections.OrderedDict[str, _V], key: str, value: _V, cap: int) -> _V:
+    """Set ``key`` as the most recent entry, dropping the least recent ones beyond ``cap``."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > cap:
+        entries.popitem(last=False)
+    return value
 
 
 def _regarding(pod: Pod) -> dict[str, str]:
