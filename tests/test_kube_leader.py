@@ -219,6 +219,7 @@ async def test_is_leader_turns_false_at_the_deadline_even_when_the_renew_loop_is
         assert leader.is_leader
         clock.now = 10.0
         assert not leader.is_leader  # renewDeadline passed: no longer leading, whatever the loop does
+        assert leader.state() == "lost"
         clock.now = 35.0
         assert leader.healthy()  # lease (15) + 20 s of tolerance
         clock.now = 35.1

@@ -193,8 +193,8 @@ class LeaderElector:
 
     def state(self) -> str:
         """``leader``, ``lost``, ``standby (holder: X)`` or ``standby`` (for /healthz?verbose)."""
-        if self.is_leader:
-            return "leader"
+        if self._leading:  # past the renew deadline while the renew loop has not run: no longer leading
+            return "leader" if self.is_leader else "lost"
         if self.lost.is_set():
             return "lost"
         holder = self.holder
