@@ -1,4 +1,4 @@
-"""The ``scorer`` command: simulate, explain, config validate, plugins.
+"""The ``scorer`` command: simulate, explain, run, config validate, plugins.
 
 Exit status (also in ``scorer --help`` and the README): 0 success (an
 unschedulable pod is a result, not a failure); 1 internal error (a bug: a
@@ -18,6 +18,8 @@ sequence cannot forge lines or drive the terminal. JSON output is exact JSON.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import os
 import re
 import sys
@@ -35,6 +37,10 @@ from scorer.errors import ConfigError, InputError, PluginError, ScorerError
 from scorer.explain import explain_pod, format_table
 from scorer.inputs.describe import printable
 from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
+from scorer.service import logs
+from scorer.service.build import build_service
+from scorer.service.options import DEFAULT_PORT, ServiceOptions
+from scorer.service.run import serve
 from scorer.simulate import demo_config, load_cluster, simulate
 from scorer.sources import MetricsSnapshot, load_snapshot
 
@@ -229,6 +235,23 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """The scheduler service: until SIGTERM/SIGINT (0), a lost lease or a fatal failure (1)."""
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"--port: expected a port number from 0 to 65535, got {args.port}")
+    options = ServiceOptions(
+        config=args.config, kubeconfig=args.kubeconfig, context=args.context, bind_address=args.bind_address,
+        port=args.port, tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
+        log_format=args.log_format, enable_debug_endpoints=args.enable_debug_endpoints,
+        autoload=False if args.no_plugin_autoload else None, blocked=tuple(args.block_plugin or ()),
+        seed=args.seed)
+    logs.configure(options.log_format)
+    service = build_service(options)
+    for warning in service.asm.warnings:
+        logging.getLogger("scorer.service").warning("%s", warning)
+    return asyncio.run(serve(service))
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     registry = _registry(args)
     rows = [("NAME", "DISTRIBUTION", "VERSION", "EXTENSION POINTS")]
@@ -283,6 +306,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed for tie breaks (default 0)")
     p.add_argument("--metrics", metavar="FILE", help=METRICS_HELP)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("run", parents=[common], help="the scheduler: watch a cluster, bind its pods, serve /metrics")
+    p.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
+    p.add_argument("--kubeconfig", help="kubeconfig file (overrides clientConnection.kubeconfig; default: the "
+                                        "in-cluster service account, else $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    p.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTP endpoints (default 0.0.0.0)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port of /metrics, /healthz, /livez, /readyz (default {DEFAULT_PORT})")
+    p.add_argument("--tls-cert-file", help="serve HTTPS with this certificate (PEM; with --tls-private-key-file)")
+    p.add_argument("--tls-private-key-file", help="the certificate's private key (PEM)")
+    p.add_argument("--log-format", choices=logs.FORMATS, default="text", help="one line per event (default text)")
+    p.add_argument("--seed", type=int, help="random seed for tie breaks (default: a random one; set it to "
+                                            "reproduce a run with scorer simulate)")
+    p.add_argument("--enable-debug-endpoints", action="store_true",
+                   help="also serve /configz and /debug/queue (the queue's pods): internals, off by default")
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("config", help="configuration tools")
     config_sub = p.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")

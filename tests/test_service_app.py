@@ -261,3 +261,16 @@ def test_log_lines_are_one_line_each_in_text_and_json():
         else:
             assert " ERROR scorer.test failed for pod default/a\\nb | Traceback" in lines[0]
     logging.getLogger().handlers.clear()
+
+
+def test_run_command_line_errors_are_one_line(tmp_path, capsys):
+    from scorer.cli import main
+
+    assert main(["run"]) == 2
+    assert "--config" in capsys.readouterr().err
+    assert main(["run", "--config", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.yaml" in err[0] and "no such file" in err[0]
+    (tmp_path / "c.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--port", "70000"]) == 2
+    assert "--port" in capsys.readouterr().err

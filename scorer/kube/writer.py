@@ -118,11 +118,15 @@ class _Series:
 class ApiWriter:
     """Bindings, Events and pod conditions through ``client``."""
 
-    def __init__(self, client: ApiClient, *, controller: str = "default-scheduler",
+    def __init__(self, client: ApiClient, *, events_client: ApiClient | None = None,
+                 controller: str = "default-scheduler",
                  instance: str | None = None, limits: EventLimits = EventLimits(),
                  registry: CollectorRegistry | None = None, max_pods: int = DEFAULT_MAX_PODS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        # Events go through their own client (its own token bucket), as kube-scheduler's do: a burst of
+        # Events never holds up bindings.
+        self.events_client = events_client if events_client is not None else client
         self.controller = controller
         self.instance = instance or f"{controller}-{socket.gethostname()}"
         self.limits = limits
@@ -199,7 +203,7 @@ class ApiWriter:
         name = f"{pod.name}.{time.time_ns():x}"
         if self._events_v1 is not False:
             path = f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events"
-            response = await self.client.request("POST", path,
+            response = await self.events_client.request("POST", path,
                                                  body=self._event_v1(pod, name, now, type_, reason, action, note))
             if response.status != 404:
                 self._events_v1 = True
@@ -208,7 +212,7 @@ class ApiWriter:
             self._events_v1 = False  # the group is not served: core v1 from now on
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         path = f"/api/v1/namespaces/{pod.namespace}/events"
-        response = await self.client.request("POST", path, body={
+        response = await self.events_client.request("POST", path, body={
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": pod.namespace},
             "involvedObject": _regarding(pod), "type": type_, "reason": reason, "message": note,
             "action": action, "source": {"component": self.controller}, "reportingComponent": self.controller,
@@ -255,7 +259,7 @@ class ApiWriter:
         else:
             patch = {"count": count, "lastTimestamp": observed.strftime("%Y-%m-%dT%H:%M:%SZ")}
         try:
-            response = await self.client.request("PATCH", series.path, body=patch, content_type=MERGE_PATCH)
+            response = await self.events_client.request("PATCH", series.path, body=patch, content_type=MERGE_PATCH)
             if response.status == 404:  # the Event expired (the API's event TTL): forget the series
                 self._series.pop(key, None)
                 return False

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -59,7 +59,7 @@ class Elector(Protocol):
 
     async def wait_until_leader(self) -> None: ...
 
-    async def release(self) -> None: ...
+    async def release(self) -> object: ...
 
     def healthy(self) -> bool: ...
 
@@ -75,12 +75,14 @@ class Service:
 
     def __init__(self, asm: Assembly, source: ClusterSource, options: ServiceOptions, *,
                  elector: Elector | None = None, clients: Sequence[Closable] = (),
-                 source_status: Callable[[], Mapping[str, str]] | None = None) -> None:
+                 source_status: Callable[[], Mapping[str, str]] | None = None,
+                 finalizers: Sequence[Callable[[], Awaitable[object]]] = ()) -> None:
         self.asm = asm
         self.source = source
         self.options = options
         self.elector = elector
         self.clients = list(clients)
+        self.finalizers = list(finalizers)  # last writes before the sessions close (Event series counts)
         self.source_status = source_status
         self.supervisor = Supervisor(self._fatal)
         self.exit_code = 0
@@ -89,6 +91,8 @@ class Service:
         self.scheduling = False  # Scheduler.run started (this replica leads, or runs alone)
         self._stop_requested: asyncio.Event | None = None
         self._synced_at: float | None = None
+        self._stop_task: asyncio.Task[None] | None = None
+        self._invalid_reported: dict[str, str] = {}  # pod uid -> the message its Event gave
 
     # -- stopping -------------------------------------------------------------------
     @property
@@ -114,18 +118,27 @@ class Service:
 
     async def _run_elector(self) -> None:
         assert self.elector is not None
-        await self.elector.run()
-        if not self.shutting_down:  # the elector returns when the lease is lost
-            self._lost_leadership()
+        try:
+            await self.elector.run()
+            reason = "the elector stopped"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # LeadershipLost, or a bug of the elector: either way, no longer leading
+            reason = str(exc) or type(exc).__name__
+        self.lost_leadership(reason)
 
-    def _lost_leadership(self) -> None:
-        """Stop scheduling at once, then exit non-zero: the pod restarts as a standby."""
-        if self.leadership_lost:
+    def lost_leadership(self, reason: str = "") -> None:
+        """This replica no longer leads: stop scheduling at once, then exit non-zero so the pod
+        restarts as a standby. (The elector's ``on_stopped_leading``; also called when its task
+        ends.) Nothing to do while shutting down: the lease is being released on purpose."""
+        if self.leadership_lost or self.shutting_down:
             return
         self.leadership_lost = True
-        log.error("leader election lost: scheduling stops now and the process exits with status 1")
+        log.error("leader election lost%s: scheduling stops now and the process exits with status 1",
+                  f" ({reason})" if reason else "")
         if self.scheduling:
-            asyncio.get_running_loop().create_task(self.asm.scheduler.stop(0.0), name="stop-scheduling")
+            self._stop_task = asyncio.get_running_loop().create_task(self.asm.scheduler.stop(0.0),
+                                                                     name="stop-scheduling")
         self.request_stop(1, "leader election lost")
 
     async def _run_scheduling(self) -> None:
@@ -146,6 +159,11 @@ class Service:
     # -- cleanup contexts (one per long-lived part) ---------------------------------
     async def _api_session(self, app: web.Application) -> AsyncIterator[None]:
         yield
+        for finalize in self.finalizers:
+            try:
+                await finalize()
+            except Exception as exc:
+                log.warning("a last write before closing failed: %s: %s", type(exc).__name__, exc)
         for client in self.clients:
             try:
                 await client.close()
@@ -273,6 +291,11 @@ class Service:
             return
         if scheduler_name not in self.asm.frameworks:
             return
+        if self._invalid_reported.get(uid) == message:
+            return  # the same problem in a later version (e.g. after the condition below was written)
+        if len(self._invalid_reported) >= 10_000:
+            self._invalid_reported.clear()
+        self._invalid_reported[uid] = message
         pod = Pod(name=name, namespace=namespace, uid=uid, scheduler_name=str(scheduler_name))
         note = f"the pod cannot be read: {message}"
         self.asm.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", note[:1024])

@@ -26,5 +26,6 @@ class ServiceOptions:
     enable_debug_endpoints: bool = False
     autoload: bool | None = None
     blocked: tuple[str, ...] = ()
+    seed: int | None = None  # tie breaks; None: random
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     binding_grace: float = DEFAULT_BINDING_GRACE

@@ -1,0 +1,89 @@
+"""Building the service from ``scorer run``'s options: configuration, API access, clients, parts.
+
+* The configuration file is read once for ``clientConnection`` and
+  ``leaderElection``, then assembled (profiles, plugins, queue, scheduler).
+* API access: ``--kubeconfig``, else ``clientConnection.kubeconfig``, else the
+  in-cluster service account (``KUBERNETES_SERVICE_HOST`` set), else
+  ``$KUBECONFIG`` or ``~/.kube/config`` when that file exists.
+* Three API clients, each with its own token bucket of ``clientConnection``
+  ``qps``/``burst``, as kube-scheduler keeps separate clients: the reflectors
+  and bindings; Events and pod conditions (a flood of Events cannot hold up
+  bindings); the leader elector (its renewals never wait behind either, and
+  time out within ``renewDeadline``). All send the user agent ``scorer/<version>``.
+
+Every problem found here (a bad configuration, a missing or wrong kubeconfig)
+is an ``InputError`` with one clear message; the command exits 2. An API server
+that cannot be reached is not one: the reflectors retry with backoff while
+``/readyz`` says what they wait for.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scorer import __version__
+from scorer.assembly import assemble
+from scorer.config import SchedulerConfig, load_and_resolve
+from scorer.errors import ConfigError
+from scorer.kube.client import ApiClient
+from scorer.kube.config import ClusterAccess, KubeConfigError, default_kubeconfig_path, in_cluster, load_kubeconfig
+from scorer.kube.leader import LeaderElector
+from scorer.kube.source import ApiSource
+from scorer.kube.writer import ApiWriter
+from scorer.metrics import SchedulerMetrics
+from scorer.registry import build_registry
+from scorer.service.app import Service
+from scorer.service.options import ServiceOptions
+
+USER_AGENT = f"scorer/{__version__}"
+
+
+def resolve_access(options: ServiceOptions, config: SchedulerConfig) -> ClusterAccess:
+    path = options.kubeconfig or config.client_connection.kubeconfig
+    if path:
+        return load_kubeconfig(path, options.context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster()
+    default = default_kubeconfig_path()
+    if Path(default).is_file():
+        return load_kubeconfig(default, options.context)
+    raise KubeConfigError("no cluster to talk to: give --kubeconfig FILE (or clientConnection.kubeconfig in the "
+                          f"configuration), run scorer in a pod, or create {default}")
+
+
+def build_service(options: ServiceOptions) -> Service:
+    registry = build_registry(autoload=options.autoload, blocked=options.blocked)
+    config, _ = load_and_resolve(options.config, registry.catalog())
+    access = resolve_access(options, config)
+    connection = config.client_connection
+    metrics = SchedulerMetrics()
+
+    def client(timeout: float | None = None) -> ApiClient:
+        if timeout is None:
+            return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT)
+        return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT,
+                         timeout=timeout)
+
+    api, events = client(), client()
+    writer = ApiWriter(api, events_client=events, registry=metrics.registry,
+                       controller=config.profiles[0].scheduler_name if config.profiles else "default-scheduler")
+    asm = assemble(options.config, writer, registry=registry, metrics=metrics, seed=options.seed)
+    clients = [api, events]
+    election = config.leader_election
+    elector = None
+    if election.leader_elect:
+        elector_client = client(timeout=election.renew_deadline.total_seconds())
+        clients.append(elector_client)
+        try:
+            elector = LeaderElector.from_config(elector_client, election, registry=metrics.registry)
+        except ValueError as exc:
+            raise ConfigError([("leaderElection", str(exc))], options.config) from None
+    source = ApiSource(api, registry=metrics.registry)
+    service = Service(asm, source, options, elector=elector, clients=clients, source_status=source.status,
+                      finalizers=[writer.flush_series])
+    for reflector in source.reflectors.values():
+        reflector.on_invalid = service.on_invalid_object
+    if elector is not None:
+        elector.on_stopped_leading = service.lost_leadership
+    return service
