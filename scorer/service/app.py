@@ -6,13 +6,16 @@ cluster source, an optional leader elector, the API clients) and
 cleanup context, started in this order and stopped in the reverse one:
 
 1. ``api-session``: the API clients' HTTP sessions (closed last);
-2. ``cluster-source``: the reflectors feeding the event handlers (restarted
-   with backoff if they crash);
-3. ``metric-sources``: the background refreshers of the metric-driven plugins;
-4. ``leader-elector``: campaigns for the Lease, renews it, releases it on
+2. ``binder``: on shutdown, the Events and conditions still buffered are
+   written, then the writer's Event series counts;
+3. ``reflector:<resource>``, one per reflector of the API source (namespaces,
+   nodes, pods; ``cluster-source`` for another source): they feed the event
+   handlers, and are restarted with backoff if they crash;
+4. ``metric-sources``: the background refreshers of the metric-driven plugins;
+5. ``leader-elector``: campaigns for the Lease, renews it, releases it on
    shutdown; losing it stops scheduling at once and ends the process with
    exit status 1, so its pod restarts as a standby;
-5. ``scheduling-loop``: waits for the caches to sync (and for leadership),
+6. ``scheduling-loop``: waits for the caches to sync (and for leadership),
    then runs ``Scheduler.run``; on shutdown stops taking pods and lets
    in-flight bindings finish within ``binding_grace`` seconds (the rest are
    forgotten: the pod stays pending for the next leader).
@@ -26,6 +29,7 @@ schedules. HTTP: ``/metrics`` (the app's one registry), ``/healthz``,
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -159,21 +163,44 @@ class Service:
     # -- cleanup contexts (one per long-lived part) ---------------------------------
     async def _api_session(self, app: web.Application) -> AsyncIterator[None]:
         yield
-        for finalize in self.finalizers:
-            try:
-                await finalize()
-            except Exception as exc:
-                log.warning("a last write before closing failed: %s: %s", type(exc).__name__, exc)
         for client in self.clients:
             try:
                 await client.close()
             except Exception as exc:  # closing must not hide the rest of the shutdown
                 log.warning("closing an API session failed: %s: %s", type(exc).__name__, exc)
 
-    async def _cluster_source(self, app: web.Application) -> AsyncIterator[None]:
-        self.supervisor.start("cluster-source", self._run_source, restart=True)
+    async def _binder(self, app: web.Application) -> AsyncIterator[None]:
+        """Stopped after the scheduling loop: the Events and conditions still buffered are written,
+        then the writer's last writes (Event series counts), before the sessions close."""
         yield
-        await self.supervisor.stop("cluster-source")
+        try:
+            async with asyncio.timeout(self.options.binding_grace):
+                await self.asm.recorder.flush()
+        except TimeoutError:
+            log.warning("events still buffered after %.0fs are dropped", self.options.binding_grace)
+        for finalize in self.finalizers:
+            try:
+                await finalize()
+            except Exception as exc:
+                log.warning("a last write before closing failed: %s: %s", type(exc).__name__, exc)
+
+    def _cluster_source_contexts(self) -> list[Callable[[web.Application], AsyncIterator[None]]]:
+        """One cleanup context per reflector of an API source (each a supervised task, restarted
+        with backoff if it crashes); one for any other cluster source."""
+        reflectors: Mapping[str, Any] | None = getattr(self.source, "reflectors", None)
+        if not reflectors:
+            return [self._part("cluster-source", self._run_source)]
+        return [self._part(f"reflector:{name}", functools.partial(reflector.run, self.asm.handlers))
+                for name, reflector in reflectors.items()]
+
+    def _part(self, name: str, run: Callable[[], Awaitable[None]]) -> Callable[[web.Application],
+                                                                               AsyncIterator[None]]:
+        async def context(app: web.Application) -> AsyncIterator[None]:
+            self.supervisor.start(name, run, restart=True)
+            yield
+            await self.supervisor.stop(name)
+
+        return context
 
     async def _metric_sources(self, app: web.Application) -> AsyncIterator[None]:
         self.asm.sources.start()
@@ -272,8 +299,8 @@ class Service:
         if self.options.enable_debug_endpoints:
             app.router.add_get("/configz", self._configz)
             app.router.add_get("/debug/queue", self._debug_queue)
-        app.cleanup_ctx.extend([self._api_session, self._cluster_source, self._metric_sources,
-                                self._leader_elector, self._scheduling_loop])
+        app.cleanup_ctx.extend([self._api_session, self._binder, *self._cluster_source_contexts(),
+                                self._metric_sources, self._leader_elector, self._scheduling_loop])
         return app
 
     # -- objects the cluster source cannot read -------------------------------------
