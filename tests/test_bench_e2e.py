@@ -75,3 +75,21 @@ def test_e2e_bench_binds_every_pod_with_kube_scheduler(tmp_path) -> None:
         assert histogram["mean"] > 0
     assert run["rss_peak_mb"] >= run["rss_end_mb"] > 0
     assert "| kube-scheduler | 5 | 20 | 20 |" in done.stdout  # the markdown table
+
+
+@pytest.mark.kube
+@pytest.mark.slow
+def test_e2e_bench_binds_every_pod_with_scorer(tmp_path) -> None:
+    kube_binaries()  # skips (fails under CI=true) without kube-apiserver, etcd or openssl
+    out = tmp_path / "e2e.json"
+    done = subprocess.run([sys.executable, str(E2E), "--scheduler", "scorer", "--nodes", "5", "--pods", "20",
+                           "--timeout", "150", "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = json.loads(out.read_text())["results"]
+    assert run["scheduler"] == "scorer"
+    assert (run["nodes"], run["pods"], run["bound"], run["rebinds"]) == (5, 20, 20, 0)
+    assert not run["timed_out"] and "error" not in run and not run["scheduler_exited_early"]
+    assert run["attempt_ms"]["metric"] == "scheduler_scheduling_attempt_duration_seconds"
+    assert run["algorithm_ms"]["count"] >= 20 and run["rss_peak_mb"] > 0
+    assert "| scorer | 5 | 20 | 20 |" in done.stdout

@@ -49,6 +49,8 @@ from scorer.service.supervisor import Supervisor
 
 log = logging.getLogger("scorer.service")
 
+# The shutdown's budget (15 s): bindings get binding_grace (10 s), the lease release 2 s, this the rest.
+FLUSH_TIMEOUT = 2.0
 # /livez fails when the scheduling loop has not turned for this long (it turns at least every second).
 LOOP_MAX_SILENCE = 60.0
 
@@ -174,10 +176,10 @@ class Service:
         then the writer's last writes (Event series counts), before the sessions close."""
         yield
         try:
-            async with asyncio.timeout(self.options.binding_grace):
+            async with asyncio.timeout(FLUSH_TIMEOUT):
                 await self.asm.recorder.flush()
         except TimeoutError:
-            log.warning("events still buffered after %.0fs are dropped", self.options.binding_grace)
+            log.warning("Events still buffered after %.0fs are dropped", FLUSH_TIMEOUT)
         for finalize in self.finalizers:
             try:
                 await finalize()
