@@ -24,8 +24,10 @@ real cluster (reference §7, §8.1):
     count is patched on the first repeat and then at most every
     ``series_interval`` (``flush_series()`` patches what is left);
   - a new Event needs a token from the pod's own bucket (burst 25, one more
-    every 5 minutes: client-go's spam filter) and from the writer's global
-    bucket (``qps``/``burst``); without one it is dropped and counted.
+    every 5 minutes: client-go's spam filter) and, when ``qps`` is set, from
+    the writer's global bucket (off by default: the events client's own
+    qps/burst paces the writes, and the recorder's bounded buffer drops what
+    it cannot hold); without one it is dropped and counted.
 
   ``scorer_events_total{result}`` counts written, aggregated, dropped and
   failed Events (a failed series patch counts as failed too), in the
@@ -73,8 +75,12 @@ DEFAULT_MAX_PODS = 100_000  # pods whose last condition and binding are remember
 class EventLimits:
     """How many Events an ``ApiWriter`` sends. A rate <= 0 means no limit."""
 
-    qps: float = 5.0  # new Events per second, all pods together ...
-    burst: int = 25  # ... after a burst of this many
+    # New Events per second, all pods together, after a burst. Off by default, as in kube-scheduler: the
+    # events client's own qps/burst (clientConnection) paces the writes, and the recorder's bounded
+    # buffer drops what it cannot hold (kube's broadcaster queue does the same). A global cap here
+    # would drop the Scheduled Events of a busy scheduler.
+    qps: float = 0.0
+    burst: int = 25
     per_object_burst: int = 25  # new Events of one pod (client-go's spam filter: 25, ...
     per_object_refill_seconds: float = 300.0  # ... then one every 5 minutes)
     window: float = 600.0  # seconds after its last occurrence an Event still absorbs identical ones
