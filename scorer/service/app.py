@@ -308,8 +308,9 @@ class Service:
     # -- objects the cluster source cannot read -------------------------------------
     def on_invalid_object(self, resource: str, raw: Mapping[str, Any], message: str) -> None:
         """A pending pod of ours that cannot be decoded gets a FailedScheduling Event saying why
-        (the source has logged it); it stays pending and is read again when it changes."""
-        if resource != "pods":
+        (the source has logged it); it stays pending and is read again when it changes. Only the
+        replica that schedules writes it: a standby's cluster writes would duplicate the leader's."""
+        if resource != "pods" or not self.scheduling or self.shutting_down:
             return
         meta, spec = raw.get("metadata"), raw.get("spec")
         if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
