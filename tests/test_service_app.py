@@ -274,3 +274,31 @@ def test_run_command_line_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
     assert main(["run", "--config", str(tmp_path / "c.yaml"), "--port", "70000"]) == 2
     assert "--port" in capsys.readouterr().err
+
+
+async def test_serves_https_with_a_certificate(tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    service, cluster, _ = make_service(pods=0)
+    service.options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, tls_cert_file=str(cert),
+                                     tls_private_key_file=str(key), shutdown_timeout=5.0)
+    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(service, on_listening=listening))
+    port = await asyncio.wait_for(listening, 10)
+    context = ssl.create_default_context(cafile=str(cert))
+    context.check_hostname = False
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    response = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
+    service.request_stop(0, "test")
+    assert await asyncio.wait_for(task, 10) == 0
