@@ -7,10 +7,9 @@ that counters are only read through ``rate``/``increase`` and gauges never are. 
 replaced by values a query can run with (``$__rate_interval`` by a duration, ``$job`` by ``scorer``,
 ``$profile`` by its "All" regex); a variable the dashboard does not define is an error.
 
-``exported_metric_names`` maps every series name scorer's ``/metrics`` has to its family's type. For now
-it renders ``SchedulerMetrics().registry`` with the metric-source telemetry registered in it, plus the
-families the service adds (/work/wt/COMMON.md's ``scorer_*`` list and issue 8's kube-scheduler families):
-replace it with a scrape of a running ``scorer run`` once the service exists.
+``exported_metric_names`` maps every series name scorer's ``/metrics`` has to its family's type: it
+scrapes a running ``scorer run`` (against the session's API server) after it has bound a pod, and reads
+every family of the exposition, those without samples yet included.
 """
 
 from __future__ import annotations
@@ -21,11 +20,8 @@ from typing import Any
 
 import pytest
 from kubekit import K8S_DIR
-from prometheus_client import generate_latest
 from promkit import PrometheusError
-
-from scorer.metrics import SchedulerMetrics
-from scorer.sources.telemetry import SourceTelemetry
+from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
 DASHBOARD = K8S_DIR / "dashboard/scorer.json"
 GRAFANA_INTERVALS = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h"}
@@ -35,30 +31,6 @@ LABEL_LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 KEYWORDS = LABEL_LISTS | {"bool", "offset", "and", "or", "unless", "atan2", "inf", "nan"}
 COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets"}
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|#[^\n]*|[A-Za-z_:][A-Za-z0-9_:]*|\d[\w.]*|\S')
-
-# Families the service adds that SchedulerMetrics does not register yet (name as exposed, type).
-SERVICE_FAMILIES = {
-    # /work/wt/COMMON.md, "Metric names": scorer's own.
-    "scorer_reflector_lists_total": "counter",
-    "scorer_reflector_relists_total": "counter",
-    "scorer_reflector_watch_restarts_total": "counter",
-    "scorer_reflector_invalid_objects_total": "counter",
-    "scorer_reflector_last_sync_timestamp_seconds": "gauge",
-    "scorer_bind_results_total": "counter",
-    "scorer_events_total": "counter",
-    "scorer_leader_election_is_leader": "gauge",
-    "scorer_leader_election_transitions_total": "counter",
-    "scorer_build_info": "gauge",
-    # Issue 8 item 5 (reference/kube-scheduler.md §6): the kube-scheduler families /metrics must have.
-    "scheduler_scheduling_algorithm_duration_seconds": "histogram",
-    "scheduler_pod_scheduling_sli_duration_seconds": "histogram",
-    "scheduler_pending_pods": "gauge",
-    "scheduler_queue_incoming_pods_total": "counter",
-    "scheduler_pod_scheduling_attempts": "histogram",
-    "scheduler_preemption_attempts_total": "counter",
-    "scheduler_unschedulable_pods": "gauge",
-}
-
 
 def series_of_exposition(text: str) -> dict[str, str]:
     """Series name -> family type of a Prometheus text exposition (families without samples included)."""
@@ -87,13 +59,28 @@ def family_series(family: str, kind: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def exported_metric_names() -> dict[str, str]:
-    metrics = SchedulerMetrics()
-    SourceTelemetry(metrics.registry, lambda: [], lambda: [])  # the scorer_metrics_* families, as the app has
-    names = series_of_exposition(generate_latest(metrics.registry).decode())
-    for family, kind in SERVICE_FAMILIES.items():
-        names.update(family_series(family, kind))
-    return names
+def exported_metric_names(control_plane, tmp_path_factory) -> dict[str, str]:
+    """The series of a real ``scorer run``'s /metrics, once it has bound a pod of its own."""
+    workdir = tmp_path_factory.mktemp("dashboard")
+    scheduler = "dashboard-check"  # no other test's profile has this name
+    api = Cluster(control_plane)
+    api.ensure_namespace(scheduler)
+    api.create_all([node_manifest("dashboard-node")])
+    # With leader election (on a Lease of its own), as deployed: the elector's families are exported too.
+    config = scheduler_config(workdir / "config.yaml", scheduler, leader_elect=True, lease="dashboard",
+                              namespace=scheduler)
+    proc = ScorerProcess(workdir, config, control_plane.kubeconfig)
+    try:
+        proc.wait_ready()
+        api.create_all([pod_manifest("p", namespace=scheduler, scheduler=scheduler)])
+        wait_until(lambda: proc.metric("scorer_bind_results_total", {"result": "bound"}) == 1, 60, "a pod bound")
+        status, text = proc.get("/metrics")
+        assert status == 200
+    finally:
+        proc.stop()
+        api.delete_pods(scheduler)
+        api.call("DELETE", "/api/v1/nodes/dashboard-node", ok=(200, 404))
+    return series_of_exposition(text)
 
 
 def promql_series(expr: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -244,6 +231,7 @@ def test_the_dashboard_has_the_panels_of_the_service() -> None:
         "scheduler_scheduling_attempt_duration_seconds_bucket", "scheduler_pod_scheduling_sli_duration_seconds_bucket"}
 
 
+@pytest.mark.kube
 def test_every_query_selects_only_series_scorer_exports(exported_metric_names) -> None:
     problems = []
     for where, expr in dashboard_queries():
@@ -262,6 +250,7 @@ def test_every_query_selects_only_series_scorer_exports(exported_metric_names) -
     assert problems == []
 
 
+@pytest.mark.kube
 def test_every_query_is_scoped_to_the_job(exported_metric_names) -> None:
     """kube-scheduler exports the same scheduler_* names: a query without job= would mix the two."""
     for where, expr in dashboard_queries():

@@ -1,25 +1,25 @@
 """The shipped RBAC (k8s/rbac.yaml) against the API calls scorer makes, on a real API server with RBAC on.
 
-``scorer_api_calls`` applies k8s/'s Namespace, ServiceAccount and RBAC objects for real and makes, as the
-service account (kubekit's ``scorer`` identity), every call the service makes: bind, Events in both API
-groups, the pod status patch, list and watch of pods, nodes and namespaces, and get/create/update of its
-Lease. The first test checks the server allowed each one, and that it refuses what the rules do not grant.
+``scorer_api_calls`` applies k8s/'s Namespace, ServiceAccount and RBAC objects for real and runs the
+service as the service account (kubekit's ``scorer`` identity): bind, Events (created and aggregated) in
+both API groups, the pod status patch, list and watch of pods, nodes and namespaces, and get/create/update
+of its Lease. The first test checks the server allowed each one, and that it refuses what the rules do not grant.
 
 The last test of the session (``run_last``) compares the rules with the API server's audit log: every
 request whose user agent is scorer's (``scorer``, ``scorer/<version>``) in the whole session, from any
 test, must fit a rule and none may have been denied, and every rule must have been used. Run alone, it
 uses the calls of ``scorer_api_calls``.
 
-Some calls below stand in for parts of the service being written (marked STAND-IN): the reflectors' list
-and watch, the leader elector's Lease calls, and the aggregating event recorder's patch are sent with
-scorer's ``ApiClient`` until those parts exist; replace each with the real part's call then, so that the
-comparison measures what the code does.
+The calls are the real service's: a ``scorer run`` process as the service account (reflectors, leader
+elector, binder, Events with their aggregation, the pod condition), plus the ApiWriter's core v1 Event
+path, which the service takes only on a server without events.k8s.io/v1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -34,6 +34,7 @@ from kubekit import (
     render_kustomization,
     run_last,
 )
+from servicekit import Cluster, ScorerProcess, pod_manifest, scheduler_config, wait_until
 
 from scorer.kube.client import ApiClient
 from scorer.kube.config import load_kubeconfig
@@ -44,6 +45,7 @@ pytestmark = pytest.mark.kube
 
 NAMESPACE = "rbac-check"  # the pods' namespace: the ClusterRole holds for every namespace
 NODE = "rbac-node"
+SCHEDULER = "rbac-check"  # no other test's profile has this name
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{SCORER_NAMESPACE}/leases"
 MERGE_PATCH = "application/merge-patch+json"
 # Requests without a resource that any authenticated client may make (the system:discovery role).
@@ -98,77 +100,65 @@ def create(control_plane, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return orjson.loads(raw)
 
 
-async def exercise(control_plane) -> list[tuple[str, int]]:
-    """Every call of the service, as its service account; (what, HTTP status) of each."""
+def exercise(control_plane, workdir: Path) -> list[tuple[str, int]]:
+    """A real `scorer run` as the service account (leader election on its Lease, a pod it binds, a pod
+    that fits nowhere and is retried, so its FailedScheduling Event is aggregated, then SIGTERM, which
+    releases the Lease), plus the core v1 Event fallback of the ApiWriter (a server without
+    events.k8s.io/v1; 1.20 serves it, so the service never takes that path here). Returns what the
+    audit log shows the service account did: ("<verb> <group>/<resource>", HTTP status) per request."""
     create(control_plane, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": NAMESPACE}})
     create(control_plane, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
                                             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
-    pods = [pod_from_dict(create(control_plane, f"/api/v1/namespaces/{NAMESPACE}/pods", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE},
-        # No profile of any test has this scheduler name: no scheduler started on this API server takes them.
-        "spec": {"schedulerName": "rbac-check", "containers": [{"name": "c", "image": "pause"}]}}))
-        for name in ("rbac-bound", "rbac-pending")]
-    calls: list[tuple[str, int]] = []
+    config = scheduler_config(workdir / "rbac-config.yaml", SCHEDULER, leader_elect=True, lease="scorer",
+                              namespace=SCORER_NAMESPACE)
+    proc = ScorerProcess(workdir, config, control_plane.kubeconfig_for("scorer"), name="scorer-rbac")
+    try:
+        proc.wait_ready()
+        wait_until(lambda: proc.metric("scorer_leader_election_is_leader") == 1, 60, "scorer to lead")
+        for name, cpu in (("rbac-bound", "100m"), ("rbac-pending", "100")):
+            create(control_plane, f"/api/v1/namespaces/{NAMESPACE}/pods",
+                   pod_manifest(name, namespace=NAMESPACE, scheduler=SCHEDULER, cpu=cpu))
+        api = Cluster(control_plane)
+        wait_until(lambda: "rbac-bound" in api.bound(NAMESPACE), 60, "rbac-bound bound")
+
+        def failed() -> list[dict[str, Any]]:
+            return [e for e in api.events(NAMESPACE, "rbac-pending") if e["reason"] == "FailedScheduling"]
+
+        wait_until(failed, 60, "the FailedScheduling event")
+        # More allocatable CPU on the node (still too little) retries the pod (UpdateNodeAllocatable); its
+        # identical Event is aggregated into the first one's series (a PATCH).
+        status, raw = control_plane.request("PATCH", f"/api/v1/nodes/{NODE}/status",
+                                            orjson.dumps({"status": {"allocatable": {"cpu": "5"}}}),
+                                            content_type=MERGE_PATCH)
+        assert status == 200, raw
+        wait_until(lambda: (failed()[0].get("series") or {}).get("count", 1) >= 2, 60, "the Event's series")
+        assert proc.terminate() == 0
+        assert not [line for line in proc.log().splitlines() if "forbidden" in line.lower() or " 403" in line]
+    finally:
+        proc.stop()
+    asyncio.run(core_event_fallback(control_plane))
+    return [(f"{r.verb} {r.api_group}/{r.resource}" + (f"/{r.subresource}" if r.subresource else ""), r.code)
+            for r in control_plane.audited_requests() if r.user == SCORER_USER and r.user_agent.startswith("scorer")]
+
+
+async def core_event_fallback(control_plane) -> None:
+    """ApiWriter's core v1 path (used when events.k8s.io/v1 is not served): an Event, then its repeat."""
+    _, raw = control_plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/rbac-pending")
+    pod = pod_from_dict(orjson.loads(raw))
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig_for("scorer"))) as client:
-        assert client.user_agent.startswith("scorer")
-
-        async def call(what: str, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-            response = await client.request(method, path, **kwargs)
-            calls.append((what, response.status))
-            return response.json() if response.status < 300 else {}
-
-        # The binder, the event recorder and the condition writer: scorer's ApiWriter.
-        writer = ApiWriter(client, controller="scorer")
-        before = client.requests
-        await writer.bind(pods[0], NODE)  # raises unless 201
-        await writer.write_event(pods[0], "Normal", "Scheduled", "Binding",
-                                 f"Successfully assigned {pods[0].key} to {NODE}")
-        message = "0/1 nodes are available: 1 Insufficient cpu."
-        await writer.write_pod_condition(pods[1], "False", "Unschedulable", message)
-        core = ApiWriter(client, controller="scorer")
-        core._events_v1 = False  # as on a server without events.k8s.io/v1: the core v1 fallback
-        await core.write_event(pods[1], "Warning", "FailedScheduling", "Scheduling", message)
-        # ApiWriter raises unless the server said 2xx: these are the statuses it got.
-        calls.extend([("bind", 201), ("event events.k8s.io", 201), ("pods/status", 200), ("event core", 201)])
-        assert client.requests - before == 4
-        # STAND-IN for the event recorder's aggregation: the repeated Event's count is patched.
-        for group_path, reason, patch in (
-                (f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events", "Scheduled",
-                 {"series": {"count": 2, "lastObservedTime": now()}}),
-                (f"/api/v1/namespaces/{NAMESPACE}/events", "FailedScheduling",
-                 {"count": 2, "lastTimestamp": now()[:19] + "Z"})):
-            status, raw = control_plane.request("GET", group_path)  # the name, as the recorder remembers it
-            [event] = [e for e in orjson.loads(raw)["items"] if e["reason"] == reason]
-            await call(f"patch {group_path}", "PATCH", f"{group_path}/{event['metadata']['name']}", body=patch,
-                       content_type=MERGE_PATCH)
-        # STAND-IN for the reflectors: a paginated LIST, then a WATCH from its resourceVersion.
-        async def reflect(resource: str) -> None:
-            listed = await call(f"list {resource}", "GET", f"/api/v1/{resource}", params={"limit": "500"})
-            await call(f"watch {resource}", "GET", f"/api/v1/{resource}", params={
-                "watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "1",
-                "resourceVersion": listed["metadata"]["resourceVersion"]})
-
-        await asyncio.gather(*(reflect(resource) for resource in ("pods", "nodes", "namespaces")))
-        # STAND-IN for the leader elector: get (absent at first), create, get and renew by update.
-        await call("get lease", "GET", f"{LEASE}/scorer")
-        holder = "rbac-check_0"
-        await call("create lease", "POST", LEASE, body={
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "scorer"},
-            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "acquireTime": now(),
-                     "renewTime": now(), "leaseTransitions": 0}})
-        lease = await call("get lease", "GET", f"{LEASE}/scorer")
-        lease["spec"].update(holderIdentity=holder, renewTime=now())
-        await call("update lease", "PUT", f"{LEASE}/scorer", body=lease)
-    return calls
+        core = ApiWriter(client, controller=SCHEDULER)
+        core._events_v1 = False  # as on a server without events.k8s.io/v1
+        for _ in range(2):
+            await core.write_event(pod, "Warning", "FailedScheduling", "Scheduling", "core v1 fallback check")
 
 
 @pytest.fixture(scope="session")
-def scorer_api_calls(control_plane) -> list[tuple[str, int]]:
+def scorer_api_calls(control_plane, tmp_path_factory) -> list[tuple[str, int]]:
     """The exercise, once per session (the first test and the session's last one both need it)."""
     apply_shipped_rbac(control_plane)
     try:
-        return asyncio.run(exercise(control_plane))
+        return exercise(control_plane, tmp_path_factory.mktemp("rbac"))
     finally:  # leave the shared API server as other tests expect it: no extra node, pods or held Lease
         pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
         for path in (f"{pods}/rbac-bound", f"{pods}/rbac-pending", f"/api/v1/nodes/{NODE}", f"{LEASE}/scorer"):
@@ -177,16 +167,17 @@ def scorer_api_calls(control_plane) -> list[tuple[str, int]]:
 
 
 def test_the_service_account_may_make_every_call_of_the_service(scorer_api_calls) -> None:
-    assert {what for what, _ in scorer_api_calls} == {
-        "bind", "event events.k8s.io", "pods/status", "event core",
-        f"patch /apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events", f"patch /api/v1/namespaces/{NAMESPACE}/events",
-        *(f"{verb} {resource}" for resource in ("pods", "nodes", "namespaces") for verb in ("list", "watch")),
-        "get lease", "create lease", "update lease"}
+    made = {what for what, _ in scorer_api_calls}
+    assert made >= {
+        "create /pods/binding", "patch /pods/status", "create events.k8s.io/events", "patch events.k8s.io/events",
+        "create /events", "patch /events",
+        *(f"{verb} /{resource}" for resource in ("pods", "nodes", "namespaces") for verb in ("list", "watch")),
+        "get coordination.k8s.io/leases", "update coordination.k8s.io/leases"}, made
     for what, status in scorer_api_calls:
-        if what == "get lease" and status == 404:
+        if what == "get coordination.k8s.io/leases" and status == 404:
             continue  # no Lease yet: allowed, and the elector creates it
-        if what == "create lease" and status == 409:
-            continue  # another test's elector made it first
+        if what in ("create coordination.k8s.io/leases", "update coordination.k8s.io/leases") and status == 409:
+            continue  # optimistic concurrency: another writer of the Lease came first; the elector reads again
         assert 200 <= status < 300, (what, status)
 
 
