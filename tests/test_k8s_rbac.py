@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,27 +162,35 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
     config = scheduler_config(workdir / "config.yaml", SCHEDULER, leader_elect=True, lease=LEASE_NAME,
                               namespace=SCORER_NAMESPACE)  # leaseDuration 4s, renewDeadline 3s, retryPeriod 500ms
     proc = ScorerProcess(workdir, config, control_plane.kubeconfig_for("scorer"), name="scorer-rbac")
+
+    def step(predicate: Callable[[], Any], what: str) -> Any:
+        """Wait for ``what``; when it does not come, say what the service was refused (a missing rule)."""
+        try:
+            return wait_until(predicate, WAIT, what)
+        except AssertionError as error:
+            refusals = [line for line in proc.log().splitlines() if REFUSAL.search(line)]
+            raise AssertionError(f"{error}; the service logged {len(refusals)} refusals: {refusals[:5]}") from None
+
     try:
-        proc.wait_ready(WAIT)
-        wait_until(lambda: proc.exited() or proc.metric("scorer_leader_election_is_leader") == 1, WAIT,
-                   "the service to take the lease")
+        step(lambda: proc.exited() or proc.probe("/readyz") == 200, "the service ready")
+        step(lambda: proc.exited() or proc.metric("scorer_leader_election_is_leader") == 1, "the lease taken")
         assert not proc.exited(), proc.log()[-3000:]
         cluster.create_all([
             pod_manifest(FITS, namespace=NAMESPACE, scheduler=SCHEDULER,
                          spec={"nodeSelector": {"kubernetes.io/hostname": NODE}}),
             pod_manifest(FITS_NOWHERE, namespace=NAMESPACE, scheduler=SCHEDULER, cpu="100000")])
-        bound_to = wait_until(lambda: cluster.bound(NAMESPACE).get(FITS), WAIT, "the pod that fits bound")
-        wait_until(lambda: events(cluster, FITS, "Scheduled"), WAIT, "its Scheduled event")
-        wait_until(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), WAIT, "a FailedScheduling event")
-        condition = wait_until(lambda: pod_scheduled(cluster, FITS_NOWHERE), WAIT, "the PodScheduled condition")
+        bound_to = step(lambda: cluster.bound(NAMESPACE).get(FITS), "the pod that fits bound")
+        step(lambda: events(cluster, FITS, "Scheduled"), "its Scheduled event")
+        step(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), "a FailedScheduling event")
+        condition = step(lambda: pod_scheduled(cluster, FITS_NOWHERE), "the PodScheduled condition")
         # More CPU on the node, still far too little: the pod is tried again and fails the same way.
         allocatable = {"cpu": "8", "memory": "16Gi", "pods": "110"}
         status, body = control_plane.request("PATCH", f"/api/v1/nodes/{NODE}/status", orjson.dumps(
             {"status": {"allocatable": allocatable, "capacity": allocatable}}), "application/merge-patch+json")
         assert status == 200, body
-        failed = wait_until(lambda: [e for e in events(cluster, FITS_NOWHERE, "FailedScheduling")
-                                     if (e.get("series") or {}).get("count", 1) >= 2], WAIT,
-                            "the repeated FailedScheduling counted in the Event's series")[0]
+        failed = step(lambda: [e for e in events(cluster, FITS_NOWHERE, "FailedScheduling")
+                               if (e.get("series") or {}).get("count", 1) >= 2],
+                      "the repeated FailedScheduling counted in the Event's series")[0]
         exit_code = proc.terminate(timeout=30)
         lease = cluster.call("GET", f"{LEASE}/{LEASE_NAME}")
         return {"log": proc.log(), "exit_code": exit_code, "bound_to": bound_to, "failed": failed,
