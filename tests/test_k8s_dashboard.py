@@ -7,9 +7,10 @@ that counters are only read through ``rate``/``increase`` and gauges never are. 
 replaced by values a query can run with (``$__rate_interval`` by a duration, ``$job`` by ``scorer``,
 ``$profile`` by its "All" regex); a variable the dashboard does not define is an error.
 
-``exported_metric_names`` maps every series name scorer's ``/metrics`` has to its family's type: it
-scrapes a running ``scorer run`` (against the session's API server) after it has bound a pod, and reads
-every family of the exposition, those without samples yet included.
+``exported_metric_names`` maps every series name scorer's ``/metrics`` has to its family's type: it scrapes a
+real ``scorer run`` against the session's control plane after it scheduled a few pods (so the labelled
+histograms have samples too). Families are read with prometheus_client's parser, which lists every family
+registered, also one without samples (a labelled counter nothing has incremented yet).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from kubekit import K8S_DIR
+from prometheus_client.parser import text_string_to_metric_families
 from promkit import PrometheusError
 from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
@@ -30,24 +32,26 @@ AGGREGATIONS = {"sum", "avg", "min", "max", "count", "stddev", "stdvar", "topk",
 LABEL_LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 KEYWORDS = LABEL_LISTS | {"bool", "offset", "and", "or", "unless", "atan2", "inf", "nan"}
 COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets"}
+SCRAPED = "dashboard-check"  # namespace, node and schedulerName of the scraped service's pods
+WAIT = 90.0  # seconds for each step of the scrape: the machine is shared and busy
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|#[^\n]*|[A-Za-z_:][A-Za-z0-9_:]*|\d[\w.]*|\S')
 
 def series_of_exposition(text: str) -> dict[str, str]:
     """Series name -> family type of a Prometheus text exposition (families without samples included)."""
     names: dict[str, str] = {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, family, kind = line.split(maxsplit=3)
-            names.update(family_series(family, kind))
-        elif line and not line.startswith("#"):
-            name = re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line)
-            if name:
-                names.setdefault(name.group(), "untyped")
+    for family in text_string_to_metric_families(text):
+        kind = "untyped" if family.type == "unknown" else family.type
+        names.update(family_series(family.name, kind))
+        for sample in family.samples:
+            names.setdefault(sample.name, kind)
     return names
 
 
 def family_series(family: str, kind: str) -> dict[str, str]:
-    """The series a family of ``kind`` is queried by: histograms by their _bucket, _sum and _count."""
+    """The series a family of ``kind`` is queried by: a counter by its _total (the parser drops the suffix
+    from the family's name), histograms by their _bucket, _sum and _count."""
+    if kind == "counter":
+        return {f"{family}_total": kind}
     if kind in ("histogram", "summary"):
         series = {f"{family}_sum": kind, f"{family}_count": kind}
         if kind == "histogram":
@@ -60,27 +64,30 @@ def family_series(family: str, kind: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def exported_metric_names(control_plane, tmp_path_factory) -> dict[str, str]:
-    """The series of a real ``scorer run``'s /metrics, once it has bound a pod of its own."""
+    """The series of a running ``scorer run``'s /metrics, once it has scheduled a few pods."""
     workdir = tmp_path_factory.mktemp("dashboard")
-    scheduler = "dashboard-check"  # no other test's profile has this name
-    api = Cluster(control_plane)
-    api.ensure_namespace(scheduler)
-    api.create_all([node_manifest("dashboard-node")])
-    # With leader election (on a Lease of its own), as deployed: the elector's families are exported too.
-    config = scheduler_config(workdir / "config.yaml", scheduler, leader_elect=True, lease="dashboard",
-                              namespace=scheduler)
-    proc = ScorerProcess(workdir, config, control_plane.kubeconfig)
+    cluster = Cluster(control_plane)
+    cluster.ensure_namespace(SCRAPED)
+    cluster.create_all([node_manifest(SCRAPED)])
+    # Leader election on, as the shipped Deployment runs it (its families exist only then).
+    config = scheduler_config(workdir / "config.yaml", SCRAPED, leader_elect=True, lease=SCRAPED, namespace="default")
+    proc = ScorerProcess(workdir, config, control_plane.kubeconfig, name="scorer-dashboard")
     try:
-        proc.wait_ready()
-        api.create_all([pod_manifest("p", namespace=scheduler, scheduler=scheduler)])
-        wait_until(lambda: proc.metric("scorer_bind_results_total", {"result": "bound"}) == 1, 60, "a pod bound")
+        proc.wait_ready(WAIT)
+        cluster.create_all([pod_manifest(f"{SCRAPED}-{i}", namespace=SCRAPED, scheduler=SCRAPED,
+                                         spec={"nodeSelector": {"kubernetes.io/hostname": SCRAPED}})
+                            for i in range(2)])
+        wait_until(lambda: len(cluster.bound(SCRAPED)) == 2, WAIT, "2 pods bound")
+        wait_until(lambda: proc.metric("scheduler_schedule_attempts_total", {"result": "scheduled"}) == 2, WAIT,
+                   "the attempts counted")
         status, text = proc.get("/metrics")
         assert status == 200
+        return series_of_exposition(text)
     finally:
         proc.stop()
-        api.delete_pods(scheduler)
-        api.call("DELETE", "/api/v1/nodes/dashboard-node", ok=(200, 404))
-    return series_of_exposition(text)
+        cluster.delete_pods(SCRAPED)
+        cluster.call("DELETE", f"/api/v1/nodes/{SCRAPED}", ok=(200, 404))
+        cluster.call("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{SCRAPED}", ok=(200, 404))
 
 
 def promql_series(expr: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -200,9 +207,11 @@ def test_grafana_variables_are_replaced_and_unknown_ones_refused() -> None:
 
 
 def test_exposition_families_are_expanded_to_their_series() -> None:
-    text = "# TYPE h histogram\n# TYPE c_total counter\nc_total 1\n# TYPE g gauge\nuntyped_one 2\n"
+    text = ("# TYPE h histogram\n# TYPE c_total counter\nc_total 1\n# HELP d_total no sample yet\n"
+            "# TYPE d_total counter\n# TYPE g gauge\nuntyped_one 2\n")
     assert series_of_exposition(text) == {"h_bucket": "histogram", "h_sum": "histogram", "h_count": "histogram",
-                                          "c_total": "counter", "g": "gauge", "untyped_one": "untyped"}
+                                          "c_total": "counter", "d_total": "counter", "g": "gauge",
+                                          "untyped_one": "untyped"}
 
 
 # --- the dashboard ---
@@ -223,12 +232,28 @@ def test_the_dashboard_has_the_panels_of_the_service() -> None:
         "scheduler_scheduling_algorithm_duration_seconds_bucket",
         "scheduler_pod_scheduling_sli_duration_seconds_bucket", "scheduler_pending_pods",
         "scheduler_queue_incoming_pods_total", "scheduler_unschedulable_pods",
-        "scorer_bind_results_total", "scorer_reflector_relists_total", "scorer_reflector_watch_restarts_total",
+        "scorer_bind_results_total", "scorer_events_total", "scorer_reflector_relists_total",
+        "scorer_reflector_watch_restarts_total", "scorer_reflector_handler_errors_total",
         "scorer_leader_election_is_leader", "scorer_metrics_source_up", "scorer_metrics_source_errors_total",
         "scorer_metrics_source_value_age_seconds"}
     quantiles = {expr for _, expr in dashboard_queries() if "histogram_quantile(0.5," in expr}
     assert {name for expr in quantiles for name, _ in promql_series(expr)} >= {
         "scheduler_scheduling_attempt_duration_seconds_bucket", "scheduler_pod_scheduling_sli_duration_seconds_bucket"}
+
+
+@pytest.mark.kube
+def test_the_scrape_has_the_families_of_the_service(exported_metric_names) -> None:
+    """The fixture reads a real /metrics: kube-scheduler's families and scorer's own, typed."""
+    assert {name: exported_metric_names.get(name) for name in (
+        "scheduler_schedule_attempts_total", "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_pending_pods", "scheduler_preemption_attempts_total", "scorer_bind_results_total",
+        "scorer_events_total", "scorer_reflector_handler_errors_total", "scorer_leader_election_is_leader",
+        "scorer_build_info", "scorer_metrics_source_up")} == {
+        "scheduler_schedule_attempts_total": "counter", "scheduler_scheduling_attempt_duration_seconds_bucket":
+        "histogram", "scheduler_pending_pods": "gauge", "scheduler_preemption_attempts_total": "counter",
+        "scorer_bind_results_total": "counter", "scorer_events_total": "counter",
+        "scorer_reflector_handler_errors_total": "counter", "scorer_leader_election_is_leader": "gauge",
+        "scorer_build_info": "gauge", "scorer_metrics_source_up": "gauge"}
 
 
 @pytest.mark.kube
@@ -250,8 +275,7 @@ def test_every_query_selects_only_series_scorer_exports(exported_metric_names) -
     assert problems == []
 
 
-@pytest.mark.kube
-def test_every_query_is_scoped_to_the_job(exported_metric_names) -> None:
+def test_every_query_is_scoped_to_the_job() -> None:
     """kube-scheduler exports the same scheduler_* names: a query without job= would mix the two."""
     for where, expr in dashboard_queries():
         if where.startswith("panel"):

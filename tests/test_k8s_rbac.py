@@ -1,32 +1,47 @@
 """The shipped RBAC (k8s/rbac.yaml) against the API calls scorer makes, on a real API server with RBAC on.
 
-``scorer_api_calls`` applies k8s/'s Namespace, ServiceAccount and RBAC objects for real and runs the
-service as the service account (kubekit's ``scorer`` identity): bind, Events (created and aggregated) in
-both API groups, the pod status patch, list and watch of pods, nodes and namespaces, and get/create/update
-of its Lease. The first test checks the server allowed each one, and that it refuses what the rules do not grant.
+``scorer_exercise`` applies k8s/'s Namespace, ServiceAccount and RBAC objects for real, then runs
+``scorer run`` as a process under the service account (kubekit's ``scorer`` identity) against the
+session's control plane, with leader election on the Lease the Role names (``scorer-system/scorer``)
+and a profile whose schedulerName only this module's pods use. The service makes its calls itself:
 
-The last test of the session (``run_last``) compares the rules with the API server's audit log: every
-request whose user agent is scorer's (``scorer``, ``scorer/<version>``) in the whole session, from any
-test, must fit a rule and none may have been denied, and every rule must have been used. Run alone, it
-uses the calls of ``scorer_api_calls``.
+* its caches sync: LIST, then WATCH, of namespaces, nodes and pods (the reflectors);
+* the Lease is absent at first: GET (404), create, then renewals (update);
+* a pod that fits: ``pods/binding`` create, and a ``Scheduled`` Event (events.k8s.io create);
+* a pod that fits nowhere: a ``FailedScheduling`` Event and the ``PodScheduled=False`` condition
+  (``pods/status`` patch); then the allocatable of the test's node grows, still too little, so the pod is
+  tried again (``UpdateNodeAllocatable``) and fails with the same message: the writer counts the repeat in
+  the Event's series (events.k8s.io patch);
+* SIGTERM: the service releases the Lease (update) and exits 0.
 
-The calls are the real service's: a ``scorer run`` process as the service account (reflectors, leader
-elector, binder, Events with their aggregation, the pod condition), plus the ApiWriter's core v1 Event
-path, which the service takes only on a server without events.k8s.io/v1.
+The core v1 Events rule is for the writer's fallback on API servers that do not serve events.k8s.io/v1.
+kube-apiserver 1.20 serves it, so the service never takes that path here. The exercise shows the fallback
+separately, clearly apart from the service: scorer's ``ApiWriter`` behind a proxy that answers 404 for
+events.k8s.io, under the user agent ``FALLBACK_AGENT``, writes a ``FailedScheduling`` Event and its
+repeat (core create, core patch).
+
+The tests check that the server allowed every call and the service logged no refusal, and that the
+identity is refused what the rules do not grant. The last test of the session (``run_last``) compares
+the rules with the API server's audit log: every request whose user agent is scorer's (``scorer``,
+``scorer/<version>``) in the whole session, from any test, must fit a rule and none may have been
+denied, and every rule must have been used.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
 import pytest
+from faultproxy import FaultProxy, status_body
 from kubekit import (
     SCORER_NAMESPACE,
+    SCORER_TOKEN,
     SCORER_USER,
     AuditedRequest,
     Resources,
@@ -34,22 +49,46 @@ from kubekit import (
     render_kustomization,
     run_last,
 )
-from servicekit import Cluster, ScorerProcess, pod_manifest, scheduler_config, wait_until
+from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
 from scorer.kube.client import ApiClient
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.writer import ApiWriter
 from scorer.model import pod_from_dict
+from scorer.service.build import USER_AGENT
 
 pytestmark = pytest.mark.kube
 
 NAMESPACE = "rbac-check"  # the pods' namespace: the ClusterRole holds for every namespace
-NODE = "rbac-node"
-SCHEDULER = "rbac-check"  # no other test's profile has this name
+SCHEDULER = "rbac-check"  # the profile's schedulerName: no other test's pods use it
+NODE = "rbac-node"  # nodes are cluster-wide: other tests' nodes may be there too
+FITS, FITS_NOWHERE = "rbac-fits", "rbac-fits-nowhere"
+LEASE_NAME = "scorer"  # the Lease k8s/configmap.yaml names and the Role allows
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{SCORER_NAMESPACE}/leases"
-MERGE_PATCH = "application/merge-patch+json"
+FALLBACK_AGENT = f"{USER_AGENT} (core-v1-events-fallback)"
+WAIT = 90.0  # seconds for each step of the exercise: the machine is shared and busy
+# A refusal as the service would log it: the API's Status message ("... is forbidden: User ...") or the code.
+REFUSAL = re.compile(r"forbidden|HTTP 403", re.IGNORECASE)
 # Requests without a resource that any authenticated client may make (the system:discovery role).
 DISCOVERY_PREFIXES = ("/api", "/apis", "/version", "/openapi")
+
+Kind = tuple[str, str, str]  # (API group, resource[/subresource], verb)
+SERVICE_CALLS: set[Kind] = {
+    *(("", resource, verb) for resource in ("pods", "nodes", "namespaces") for verb in ("list", "watch")),
+    ("", "pods/binding", "create"), ("", "pods/status", "patch"),
+    ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
+    ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "update")}
+FALLBACK_CALLS: set[Kind] = {("", "events", "create"), ("", "events", "patch")}
+# Answers that are allowed and expected without being a 2xx: the Lease absent at first, and a Lease write
+# that lost an optimistic-concurrency race (a renewal cut short by SIGTERM; the release then re-reads).
+EXPECTED_ANSWERS = {(("coordination.k8s.io", "leases", "get"), 404),
+                    (("coordination.k8s.io", "leases", "update"), 409)}
+
+
+def kind_of(request: AuditedRequest) -> Kind:
+    resource = request.resource + (f"/{request.subresource}" if request.subresource else "")
+    return request.api_group, resource, request.verb
 
 
 @attrs.frozen(slots=True)
@@ -64,8 +103,7 @@ class Grant:
 
     def fits(self, request: AuditedRequest) -> bool:
         """The request is of this kind (namespace and names aside: other tests use other ones)."""
-        resource = request.resource + (f"/{request.subresource}" if request.subresource else "")
-        return (request.api_group, resource, request.verb) == (self.api_group, self.resource, self.verb)
+        return kind_of(request) == (self.api_group, self.resource, self.verb)
 
 
 def shipped_grants() -> list[Grant]:
@@ -82,10 +120,6 @@ def shipped_grants() -> list[Grant]:
     return grants
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def apply_shipped_rbac(control_plane) -> None:
     resources = Resources(control_plane)
     objects = render_kustomization()
@@ -94,94 +128,156 @@ def apply_shipped_rbac(control_plane) -> None:
         assert status in (200, 201), (kind, body)
 
 
-def create(control_plane, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, raw = control_plane.request("POST", path, orjson.dumps(body))
-    assert status in (201, 409), raw  # 409: left by an earlier run of the exercise
-    return orjson.loads(raw)
+@attrs.frozen
+class Exercise:
+    """What the exercise saw: the scorer identity's audited requests while it ran, and their effects."""
+
+    requests: list[AuditedRequest]
+    log: str  # the service's output
+    exit_code: int  # of the service, after SIGTERM
+    bound_to: str  # the node of the pod that fits
+    failed: dict[str, Any]  # the FailedScheduling Event (events.k8s.io/v1) once its series was patched
+    condition: dict[str, Any]  # the PodScheduled condition of the pod that fits nowhere
+    lease: dict[str, Any]  # the Lease after SIGTERM
+    fallback_hits: int  # events.k8s.io POSTs the proxy answered 404
+    fallback_events: list[dict[str, Any]]  # the core v1 Events the fallback wrote
 
 
-def exercise(control_plane, workdir: Path) -> list[tuple[str, int]]:
-    """A real `scorer run` as the service account (leader election on its Lease, a pod it binds, a pod
-    that fits nowhere and is retried, so its FailedScheduling Event is aggregated, then SIGTERM, which
-    releases the Lease), plus the core v1 Event fallback of the ApiWriter (a server without
-    events.k8s.io/v1; 1.20 serves it, so the service never takes that path here). Returns what the
-    audit log shows the service account did: ("<verb> <group>/<resource>", HTTP status) per request."""
-    create(control_plane, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": NAMESPACE}})
-    create(control_plane, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
-                                            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
-    config = scheduler_config(workdir / "rbac-config.yaml", SCHEDULER, leader_elect=True, lease="scorer",
-                              namespace=SCORER_NAMESPACE)
+def delete(control_plane, path: str) -> None:
+    status, body = control_plane.request("DELETE", path + "?gracePeriodSeconds=0")
+    assert status in (200, 202, 404), (path, status, body)
+
+
+def pod_scheduled(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    conditions = cluster.pods(NAMESPACE)[name]["status"].get("conditions") or []
+    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
+
+
+def events(cluster: Cluster, pod: str, reason: str) -> list[dict[str, Any]]:
+    return [e for e in cluster.events(NAMESPACE, pod) if e["reason"] == reason]
+
+
+def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any]:
+    """``scorer run`` as the service account, through every call it makes; what it did."""
+    config = scheduler_config(workdir / "config.yaml", SCHEDULER, leader_elect=True, lease=LEASE_NAME,
+                              namespace=SCORER_NAMESPACE)  # leaseDuration 4s, renewDeadline 3s, retryPeriod 500ms
     proc = ScorerProcess(workdir, config, control_plane.kubeconfig_for("scorer"), name="scorer-rbac")
+
+    def step(predicate: Callable[[], Any], what: str) -> Any:
+        """Wait for ``what``; when it does not come, say what the service was refused (a missing rule)."""
+        try:
+            return wait_until(predicate, WAIT, what)
+        except AssertionError as error:
+            refusals = [line for line in proc.log().splitlines() if REFUSAL.search(line)]
+            raise AssertionError(f"{error}; the service logged {len(refusals)} refusals: {refusals[:5]}") from None
+
     try:
-        proc.wait_ready()
-        wait_until(lambda: proc.metric("scorer_leader_election_is_leader") == 1, 60, "scorer to lead")
-        for name, cpu in (("rbac-bound", "100m"), ("rbac-pending", "100")):
-            create(control_plane, f"/api/v1/namespaces/{NAMESPACE}/pods",
-                   pod_manifest(name, namespace=NAMESPACE, scheduler=SCHEDULER, cpu=cpu))
-        api = Cluster(control_plane)
-        wait_until(lambda: "rbac-bound" in api.bound(NAMESPACE), 60, "rbac-bound bound")
-
-        def failed() -> list[dict[str, Any]]:
-            return [e for e in api.events(NAMESPACE, "rbac-pending") if e["reason"] == "FailedScheduling"]
-
-        wait_until(failed, 60, "the FailedScheduling event")
-        # More allocatable CPU on the node (still too little) retries the pod (UpdateNodeAllocatable); its
-        # identical Event is aggregated into the first one's series (a PATCH).
-        status, raw = control_plane.request("PATCH", f"/api/v1/nodes/{NODE}/status",
-                                            orjson.dumps({"status": {"allocatable": {"cpu": "5"}}}),
-                                            content_type=MERGE_PATCH)
-        assert status == 200, raw
-        wait_until(lambda: (failed()[0].get("series") or {}).get("count", 1) >= 2, 60, "the Event's series")
-        assert proc.terminate() == 0
-        assert not [line for line in proc.log().splitlines() if "forbidden" in line.lower() or " 403" in line]
+        step(lambda: proc.exited() or proc.probe("/readyz") == 200, "the service ready")
+        step(lambda: proc.exited() or proc.metric("scorer_leader_election_is_leader") == 1, "the lease taken")
+        assert not proc.exited(), proc.log()[-3000:]
+        cluster.create_all([
+            pod_manifest(FITS, namespace=NAMESPACE, scheduler=SCHEDULER,
+                         spec={"nodeSelector": {"kubernetes.io/hostname": NODE}}),
+            pod_manifest(FITS_NOWHERE, namespace=NAMESPACE, scheduler=SCHEDULER, cpu="100000")])
+        bound_to = step(lambda: cluster.bound(NAMESPACE).get(FITS), "the pod that fits bound")
+        step(lambda: events(cluster, FITS, "Scheduled"), "its Scheduled event")
+        step(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), "a FailedScheduling event")
+        condition = step(lambda: pod_scheduled(cluster, FITS_NOWHERE), "the PodScheduled condition")
+        # More CPU on the node, still far too little: the pod is tried again and fails the same way.
+        allocatable = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+        status, body = control_plane.request("PATCH", f"/api/v1/nodes/{NODE}/status", orjson.dumps(
+            {"status": {"allocatable": allocatable, "capacity": allocatable}}), "application/merge-patch+json")
+        assert status == 200, body
+        failed = step(lambda: [e for e in events(cluster, FITS_NOWHERE, "FailedScheduling")
+                               if (e.get("series") or {}).get("count", 1) >= 2],
+                      "the repeated FailedScheduling counted in the Event's series")[0]
+        exit_code = proc.terminate(timeout=30)
+        lease = cluster.call("GET", f"{LEASE}/{LEASE_NAME}")
+        return {"log": proc.log(), "exit_code": exit_code, "bound_to": bound_to, "failed": failed,
+                "condition": condition, "lease": lease}
     finally:
         proc.stop()
-    asyncio.run(core_event_fallback(control_plane))
-    return [(f"{r.verb} {r.api_group}/{r.resource}" + (f"/{r.subresource}" if r.subresource else ""), r.code)
-            for r in control_plane.audited_requests() if r.user == SCORER_USER and r.user_agent.startswith("scorer")]
 
 
-async def core_event_fallback(control_plane) -> None:
-    """ApiWriter's core v1 path (used when events.k8s.io/v1 is not served): an Event, then its repeat."""
-    _, raw = control_plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/rbac-pending")
+async def core_events_fallback(control_plane, workdir: Path, note: str) -> tuple[int, list[dict[str, Any]]]:
+    """The writer's path on a server without events.k8s.io/v1: as the service account, scorer's ``ApiWriter``
+    behind a proxy that answers 404 there writes a FailedScheduling Event and its repeat (core v1)."""
+    status, raw = control_plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS_NOWHERE}")
+    assert status == 200, raw
     pod = pod_from_dict(orjson.loads(raw))
-    async with ApiClient(load_kubeconfig(control_plane.kubeconfig_for("scorer"))) as client:
-        core = ApiWriter(client, controller=SCHEDULER)
-        core._events_v1 = False  # as on a server without events.k8s.io/v1
-        for _ in range(2):
-            await core.write_event(pod, "Warning", "FailedScheduling", "Scheduling", "core v1 fallback check")
+    async with FaultProxy(control_plane.url) as proxy:
+        not_served = proxy.add(method="POST", path=r"^/apis/events\.k8s\.io/", count=None, status=404,
+                               body=status_body(404, "NotFound", "the server could not find the requested resource"))
+        kubeconfig = proxy.write_kubeconfig(workdir / "kubeconfig-fallback", token=SCORER_TOKEN)
+        async with ApiClient(load_kubeconfig(kubeconfig), user_agent=FALLBACK_AGENT) as client:
+            writer = ApiWriter(client, controller=SCHEDULER)
+            for _ in range(2):  # the second is a repeat: the writer patches the Event's count
+                await writer.write_event(pod, "Warning", "FailedScheduling", "Scheduling", note)
+    status, raw = control_plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/events")
+    written = [e for e in orjson.loads(raw)["items"] if e["involvedObject"]["name"] == FITS_NOWHERE
+               and (e.get("source") or {}).get("component") == SCHEDULER]
+    return not_served.hits, written
 
 
 @pytest.fixture(scope="session")
-def scorer_api_calls(control_plane, tmp_path_factory) -> list[tuple[str, int]]:
-    """The exercise, once per session (the first test and the session's last one both need it)."""
+def scorer_exercise(control_plane, tmp_path_factory) -> Exercise:
+    """The exercise, once per session (the first tests and the session's last one all need it)."""
     apply_shipped_rbac(control_plane)
+    cluster = Cluster(control_plane)
+    workdir = tmp_path_factory.mktemp("rbac")
+    cluster.ensure_namespace(NAMESPACE)
+    delete(control_plane, f"{LEASE}/{LEASE_NAME}")  # absent: the elector reads 404 and creates it
+    cluster.create_all([node_manifest(NODE, cpu="4")])
+    start = len(control_plane.audited_requests())
     try:
-        return exercise(control_plane, tmp_path_factory.mktemp("rbac"))
-    finally:  # leave the shared API server as other tests expect it: no extra node, pods or held Lease
-        pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
-        for path in (f"{pods}/rbac-bound", f"{pods}/rbac-pending", f"/api/v1/nodes/{NODE}", f"{LEASE}/scorer"):
-            status, body = control_plane.request("DELETE", path + "?gracePeriodSeconds=0")
-            assert status in (200, 202, 404), (path, status, body)
+        seen = run_service(control_plane, cluster, workdir)
+        hits, fallback = asyncio.run(core_events_fallback(control_plane, workdir, seen["failed"]["note"]))
+        requests = [r for r in control_plane.audited_requests()[start:] if r.user == SCORER_USER]
+        return Exercise(requests=requests, fallback_hits=hits, fallback_events=fallback, **seen)
+    finally:  # leave the shared API server as other tests expect it: no extra node, pods or Lease
+        cluster.delete_pods(NAMESPACE)
+        for path in (f"/api/v1/nodes/{NODE}", f"{LEASE}/{LEASE_NAME}"):
+            delete(control_plane, path)
 
 
-def test_the_service_account_may_make_every_call_of_the_service(scorer_api_calls) -> None:
-    made = {what for what, _ in scorer_api_calls}
-    assert made >= {
-        "create /pods/binding", "patch /pods/status", "create events.k8s.io/events", "patch events.k8s.io/events",
-        "create /events", "patch /events",
-        *(f"{verb} /{resource}" for resource in ("pods", "nodes", "namespaces") for verb in ("list", "watch")),
-        "get coordination.k8s.io/leases", "update coordination.k8s.io/leases"}, made
-    for what, status in scorer_api_calls:
-        if what == "get coordination.k8s.io/leases" and status == 404:
-            continue  # no Lease yet: allowed, and the elector creates it
-        if what in ("create coordination.k8s.io/leases", "update coordination.k8s.io/leases") and status == 409:
-            continue  # optimistic concurrency: another writer of the Lease came first; the elector reads again
-        assert 200 <= status < 300, (what, status)
+def test_the_service_made_every_call_as_the_service_account_and_was_allowed(scorer_exercise) -> None:
+    service = [r for r in scorer_exercise.requests if r.user_agent == USER_AGENT]
+    fallback = [r for r in scorer_exercise.requests if r.user_agent == FALLBACK_AGENT]
+    assert len(service) + len(fallback) == len(scorer_exercise.requests), "requests of no known user agent"
+    assert {kind_of(r) for r in service} == SERVICE_CALLS
+    assert {kind_of(r) for r in fallback} == FALLBACK_CALLS
+    assert [r for r in scorer_exercise.requests if r.denied] == []
+    unexpected = [(kind_of(r), r.code, r.uri) for r in service + fallback
+                  if not 200 <= r.code < 300 and (kind_of(r), r.code) not in EXPECTED_ANSWERS
+                  and not (r.verb == "watch" and r.code == 0)]  # 0: a watch whose end was not logged yet
+    assert unexpected == []
+    succeeded = {kind_of(r) for r in service + fallback if 200 <= r.code < 300}
+    # Every call succeeded at least once; the Lease is only read when absent (404) or after a conflict.
+    assert succeeded >= (SERVICE_CALLS | FALLBACK_CALLS) - {("coordination.k8s.io", "leases", "get")}
 
 
-async def test_the_service_account_may_do_nothing_else(control_plane, scorer_api_calls) -> None:
+def test_the_calls_did_what_the_service_needs(scorer_exercise) -> None:
+    exercise = scorer_exercise
+    assert exercise.exit_code == 0, exercise.log[-3000:]
+    assert exercise.bound_to == NODE
+    note = exercise.failed["note"]
+    assert re.fullmatch(r"0/\d+ nodes are available: .*\d+ Insufficient cpu.*\.", note), note
+    assert exercise.failed["series"]["count"] >= 2 and exercise.failed["type"] == "Warning"
+    assert (exercise.condition["status"], exercise.condition["reason"], exercise.condition["message"]) == (
+        "False", "Unschedulable", note)
+    assert not exercise.lease["spec"].get("holderIdentity"), exercise.lease  # released on SIGTERM
+    assert "acquired lease" in exercise.log and "released lease" in exercise.log
+    # The fallback: events.k8s.io refused by the proxy, the Event written in core v1 with the repeat counted.
+    assert exercise.fallback_hits == 1  # then the writer stays on core v1
+    assert [(e["reason"], e["message"], e["count"]) for e in exercise.fallback_events] == [
+        ("FailedScheduling", note, 2)]
+
+
+def test_the_service_under_the_scorer_identity_logged_no_refusal(scorer_exercise) -> None:
+    assert [line for line in scorer_exercise.log.splitlines() if REFUSAL.search(line)] == []
+
+
+async def test_the_service_account_may_do_nothing_else(control_plane, scorer_exercise) -> None:
     """RBAC is on and the rules are tight: the scorer identity is refused what they do not grant.
 
     (User agent ``rbac-probe``: these refusals are the point here, not requests of scorer's.)
@@ -193,25 +289,27 @@ async def test_the_service_account_may_do_nothing_else(control_plane, scorer_api
                 ("GET", f"{LEASE}/kube-scheduler"),  # another Lease of its namespace: the Role names one
                 ("PUT", f"{LEASE}/other"),
                 ("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/scorer"),  # another namespace
-                ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/rbac-pending"),  # get is not granted, list is
-                ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/rbac-pending"),
+                ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS_NOWHERE}"),  # get is not granted, list is
+                ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS_NOWHERE}"),
                 ("POST", "/api/v1/nodes"),
                 ("GET", "/api/v1/secrets"),
                 ("GET", "/api/v1/configmaps")):
             response = await client.request(method, path, body={} if method in ("PUT", "POST") else None)
             refused.append((method, path, response.status))
+            # What the service would log of such an answer is what the log check looks for.
+            assert REFUSAL.search(f"HTTP {response.status}: {response.reason()}"), (method, path)
     assert [entry for entry in refused if entry[2] != 403] == []
 
 
-def test_the_audit_log_names_the_scorer_identity(control_plane, scorer_api_calls) -> None:
+def test_the_audit_log_names_the_scorer_identity(control_plane, scorer_exercise) -> None:
     binds = [r for r in control_plane.audited_requests()
              if r.user == SCORER_USER and (r.resource, r.subresource, r.verb) == ("pods", "binding", "create")]
     assert binds and binds[0].namespace == NAMESPACE and binds[0].code == 201
-    assert binds[0].user_agent.startswith("scorer") and binds[0].decision == "allow"
+    assert binds[0].user_agent == USER_AGENT and binds[0].decision == "allow"  # the service's own bind
 
 
 @run_last
-def test_the_rules_are_exactly_what_scorer_used_in_this_session(control_plane, scorer_api_calls) -> None:
+def test_the_rules_are_exactly_what_scorer_used_in_this_session(control_plane, scorer_exercise) -> None:
     grants = shipped_grants()
     requests = [r for r in control_plane.audited_requests() if r.user_agent.startswith("scorer")]
     assert requests, "no request of scorer's was audited"
@@ -225,6 +323,10 @@ def test_the_rules_are_exactly_what_scorer_used_in_this_session(control_plane, s
     assert uncovered == [], "scorer made these calls (as some identity) but the rules do not grant them"
     unused = [grant for grant in grants if not any(grant.fits(r) for r in resource_requests)]
     assert unused == [], "rules that no request of scorer's used: drop them (or test the code that uses them)"
+    # Each rule was used by the service account itself (the exercise), not only by tests running as admin.
+    unused_by_the_account = [grant for grant in grants
+                             if not any(grant.fits(r) and r.user == SCORER_USER for r in resource_requests)]
+    assert unused_by_the_account == []
     # The service account itself used what the namespaced Role grants, in its namespace, on its Lease.
     for grant in (g for g in grants if g.namespace):
         used = [r for r in resource_requests if grant.fits(r) and r.user == SCORER_USER]
