@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -96,7 +95,6 @@ class Service:
         self.leadership_lost = False
         self.scheduling = False  # Scheduler.run started (this replica leads, or runs alone)
         self._stop_requested: asyncio.Event | None = None
-        self._synced_at: float | None = None
         self._stop_task: asyncio.Task[None] | None = None
         self._invalid_reported: dict[str, str] = {}  # pod uid -> the message its Event gave
 
@@ -149,8 +147,8 @@ class Service:
 
     async def _run_scheduling(self) -> None:
         await self.source.wait_for_sync()
-        self._synced_at = time.monotonic()
-        log.info("caches synced: %d nodes, %d pods", len(self.asm.cache.table), len(self.asm.cache.pod_node))
+        log.info("caches synced: %d nodes, %d assigned pods, %d pending pods queued", len(self.asm.cache.table),
+                 len(self.asm.cache.pod_node), len(self.asm.queue.pending_pods()))
         if self.elector is not None and not self.elector.is_leader:
             log.info("waiting to become the leader")
             await self.elector.wait_until_leader()
