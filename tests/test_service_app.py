@@ -92,6 +92,22 @@ def make_service(pods=5, *, elector=None, gated=False, debug=False):
     return Service(asm, source, options, elector=elector), cluster, source
 
 
+async def serve_and_probe(service, *, ready=lambda: True, context=None):
+    """``serve`` the service; once ``ready()``, GET /livez over a socket (TLS with ``context``) must
+    answer 200 ok; then a stop request must end it with exit status 0."""
+    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(service, on_listening=listening))
+    port = await asyncio.wait_for(listening, 10)
+    await wait_for(ready)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    response = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
+    service.request_stop(0, "test")
+    assert await asyncio.wait_for(task, 10) == 0
+
+
 async def wait_for(predicate, timeout=10.0):
     async with asyncio.timeout(timeout):
         while not predicate():
@@ -183,17 +199,7 @@ async def test_serve_listens_stops_on_request_and_releases_the_lease():
     elector = FakeElector()
     elector.grant()
     service, cluster, _ = make_service(pods=2, elector=elector)
-    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(serve(service, on_listening=listening))
-    port = await asyncio.wait_for(listening, 10)
-    await wait_for(lambda: cluster.binds == 2)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    response = await asyncio.wait_for(reader.read(), 5)
-    writer.close()
-    assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
-    service.request_stop(0, "test")
-    assert await asyncio.wait_for(task, 10) == 0
+    await serve_and_probe(service, ready=lambda: cluster.binds == 2)
     assert elector.released
 
 
@@ -290,15 +296,6 @@ async def test_serves_https_with_a_certificate(tmp_path):
     service, cluster, _ = make_service(pods=0)
     service.options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, tls_cert_file=str(cert),
                                      tls_private_key_file=str(key), shutdown_timeout=5.0)
-    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(serve(service, on_listening=listening))
-    port = await asyncio.wait_for(listening, 10)
     context = ssl.create_default_context(cafile=str(cert))
     context.check_hostname = False
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    response = await asyncio.wait_for(reader.read(), 5)
-    writer.close()
-    assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
-    service.request_stop(0, "test")
-    assert await asyncio.wait_for(task, 10) == 0
+    await serve_and_probe(service, context=context)

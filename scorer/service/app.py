@@ -6,8 +6,8 @@ cluster source, an optional leader elector, the API clients) and
 cleanup context, started in this order and stopped in the reverse one:
 
 1. ``api-session``: the API clients' HTTP sessions (closed last);
-2. ``binder``: on shutdown, the Events and conditions still buffered are
-   written, then the writer's Event series counts;
+2. ``binder``: on shutdown, after the scheduling loop has written the Events
+   and conditions still buffered, the writer's Event series counts;
 3. ``reflector:<resource>``, one per reflector of the API source (namespaces,
    nodes, pods; ``cluster-source`` for another source): they feed the event
    handlers, and are restarted with backoff if they crash;
@@ -48,8 +48,6 @@ from scorer.service.supervisor import Supervisor
 
 log = logging.getLogger("scorer.service")
 
-# The shutdown's budget (15 s): bindings get binding_grace (10 s), the lease release 2 s, this the rest.
-FLUSH_TIMEOUT = 2.0
 # /livez fails when the scheduling loop has not turned for this long (it turns at least every second).
 LOOP_MAX_SILENCE = 60.0
 
@@ -170,14 +168,9 @@ class Service:
                 log.warning("closing an API session failed: %s: %s", type(exc).__name__, exc)
 
     async def _binder(self, app: web.Application) -> AsyncIterator[None]:
-        """Stopped after the scheduling loop: the Events and conditions still buffered are written,
-        then the writer's last writes (Event series counts), before the sessions close."""
+        """Stopped after the scheduling loop (whose ``Scheduler.stop`` writes the Events and conditions
+        still buffered): the writer's last writes (Event series counts), before the sessions close."""
         yield
-        try:
-            async with asyncio.timeout(FLUSH_TIMEOUT):
-                await self.asm.recorder.flush()
-        except TimeoutError:
-            log.warning("Events still buffered after %.0fs are dropped", FLUSH_TIMEOUT)
         for finalize in self.finalizers:
             try:
                 await finalize()

@@ -26,7 +26,7 @@ from scorer import __version__
 from scorer.assembly import assemble
 from scorer.config import SchedulerConfig, load_and_resolve
 from scorer.errors import ConfigError
-from scorer.kube.client import ApiClient
+from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient
 from scorer.kube.config import ClusterAccess, KubeConfigError, default_kubeconfig_path, in_cluster, load_kubeconfig
 from scorer.kube.leader import LeaderElector
 from scorer.kube.source import ApiSource
@@ -59,11 +59,8 @@ def build_service(options: ServiceOptions) -> Service:
     connection = config.client_connection
     metrics = SchedulerMetrics()
 
-    def client(timeout: float | None = None) -> ApiClient:
-        if timeout is None:
-            return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT)
-        return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT,
-                         timeout=timeout)
+    def client(timeout: float = DEFAULT_TIMEOUT) -> ApiClient:
+        return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT, timeout=timeout)
 
     api, events = client(), client()
     writer = ApiWriter(api, events_client=events, registry=metrics.registry,

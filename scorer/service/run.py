@@ -61,7 +61,7 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
         except OSError as exc:
             where = f"{options.bind_address}:{options.port}"
             raise ListenError(f"cannot listen on {where}: {exc.strerror or exc}") from None
-        port = _bound_port(site, options.port)
+        port = int(runner.addresses[0][1]) if runner.addresses else options.port
         scheme = "https" if context is not None else "http"
         log.info("serving /metrics, /healthz, /livez, /readyz on %s://%s:%d", scheme, options.bind_address, port)
         if on_listening is not None and not on_listening.done():
@@ -82,10 +82,3 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
     log.info("stopped (exit status %d)", service.exit_code)
     return service.exit_code
 
-
-def _bound_port(site: web.TCPSite, default: int) -> int:
-    server = getattr(site, "_server", None)
-    sockets = getattr(server, "sockets", None) or ()
-    for sock in sockets:
-        return int(sock.getsockname()[1])
-    return default

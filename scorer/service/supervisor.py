@@ -6,7 +6,7 @@ the supervisor is not stopping):
 
 * ``restart=True`` (the cluster source, metric sources): the crash is logged
   with the task's name on one line and the task is started again after a
-  capped exponential backoff (1 s doubling to 60 s; reset once it ran a
+  capped exponential backoff (the reflectors' ``Backoff``: 1 s doubling to 60 s, with jitter; reset once it ran a
   minute without crashing);
 * ``restart=False`` (the scheduling loop, the leader elector): the crash is
   logged, ``failure`` names it, ``/livez`` fails, and ``on_fatal`` asks the
@@ -22,6 +22,8 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+
+from scorer.kube.reflector import Backoff
 
 log = logging.getLogger("scorer.service")
 
@@ -54,7 +56,7 @@ class Supervisor:
         return task
 
     async def _guard(self, name: str, factory: Callable[[], Awaitable[None]], restart: bool) -> None:
-        backoff = self.initial_backoff
+        backoff = Backoff(self.initial_backoff, self.max_backoff, rng=self._rng)
         while True:
             started = time.monotonic()
             try:
@@ -74,12 +76,11 @@ class Supervisor:
                 self.on_fatal(name)
                 return
             if time.monotonic() - started >= HEALTHY_RUN:
-                backoff = self.initial_backoff
-            delay = backoff * (0.5 + self._rng.random())
+                backoff.reset()
+            delay = backoff.next()
             self.restarts[name] = self.restarts.get(name, 0) + 1
             log.warning("task %s restarts in %.1fs (restart %d)", name, delay, self.restarts[name])
             await asyncio.sleep(delay)
-            backoff = min(backoff * 2, self.max_backoff)
 
     async def stop(self, name: str | None = None) -> None:
         """Cancel the task ``name`` (every task when None) and wait until it ended."""
