@@ -48,6 +48,9 @@ from scorer.service.supervisor import Supervisor
 
 log = logging.getLogger("scorer.service")
 
+# SIGTERM to exit within 15 s: in-flight bindings get binding_grace (10 s), then the Events still buffered
+# this long (Scheduler.stop's flush, bounded by the scheduler's stop_grace), the lease release 2 s.
+FLUSH_TIMEOUT = 2.0
 # /livez fails when the scheduling loop has not turned for this long (it turns at least every second).
 LOOP_MAX_SILENCE = 60.0
 
@@ -81,6 +84,7 @@ class Service:
                  source_status: Callable[[], Mapping[str, str]] | None = None,
                  finalizers: Sequence[Callable[[], Awaitable[object]]] = ()) -> None:
         self.asm = asm
+        asm.scheduler.stop_grace = FLUSH_TIMEOUT  # the bindings' grace is passed to stop() explicitly
         self.source = source
         self.options = options
         self.elector = elector
