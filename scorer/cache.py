@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from scorer.errors import ScorerError
-from scorer.model import Namespace, Node, Pod
+from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 from scorer.state.nodetable import BASE_RESOURCES, PODS, NodeTable
+from scorer.state.podindex import PodIndex
+from scorer.state.workloads import Workloads
 
 __all__ = ["BASE_RESOURCES", "PODS", "CacheError", "ClusterCache", "NodeTable"]
 
@@ -53,6 +55,10 @@ class ClusterCache:
         # Bound or assumed pods by key, with the node they count on.
         self.pods: dict[str, Pod] = {}
         self.pod_node: dict[str, str] = {}
+        # The same pods, indexed for pod-aware plugins (told of every change of ``pods``).
+        self.pod_index = PodIndex(self.table, self.pod_node)
+        # Owners (default spreading) and PodDisruptionBudgets (preemption).
+        self.workloads = Workloads()
         self.assumed: set[str] = set()
         # Pods whose node is not in the table (seen before it, or it was deleted), by node name.
         self._waiting: dict[str, dict[str, Pod]] = {}
@@ -82,6 +88,7 @@ class ClusterCache:
                 self._check_room(pod, row)
             except CacheError as exc:
                 refused.append(str(exc))
+                self.pod_index.remove(pod, node.name)
                 self.pods.pop(pod.key, None)
                 self.pod_node.pop(pod.key, None)
                 self.assumed.discard(pod.key)
@@ -132,15 +139,20 @@ class ClusterCache:
                 # Counted already (the bound pod confirms the one a cycle assumed): only the object changes.
                 table.pods[row][key] = pod
                 table.version += 1
+                self.pod_index.remove(previous, node_name)
                 self.pods[key] = pod
+                self.pod_index.add(pod, node_name)
                 self.assumed.discard(key)
                 return
             self._check_room(pod, row)
         old_node = self.pod_node.get(key)
-        if old_node is not None and old_node != node_name:
-            self._uncount(self.pods[key], old_node)
+        if old_node is not None:
+            self.pod_index.remove(self.pods[key], old_node)
+            if old_node != node_name:
+                self._uncount(self.pods[key], old_node)
         self.pods[key] = pod
         self.pod_node[key] = node_name
+        self.pod_index.add(pod, node_name)
         self.assumed.discard(key)
         if row is not None:
             table.add_pod(pod, node_name)
@@ -162,8 +174,12 @@ class ClusterCache:
                 listener(pod, pod.node_name)
 
     def remove_pod(self, pod: Pod) -> None:
-        node_name = self.pod_node.pop(pod.key, None)
-        old = self.pods.pop(pod.key, None)
+        old = self.pods.get(pod.key)
+        node_name = self.pod_node.get(pod.key)
+        if node_name is not None and old is not None:
+            self.pod_index.remove(old, node_name)
+        self.pod_node.pop(pod.key, None)
+        self.pods.pop(pod.key, None)
         self.assumed.discard(pod.key)
         if node_name is not None and old is not None:
             self._uncount(old, node_name)
@@ -176,8 +192,14 @@ class ClusterCache:
         Raises CacheError, and changes nothing, if that would overflow the node's totals.
         """
         self._check_room(pod, self.table.index[node_name])
+        old_node = self.pod_node.get(pod.key)
+        if old_node is not None:
+            self.pod_index.remove(self.pods[pod.key], old_node)
+            if old_node != node_name:
+                self._uncount(self.pods[pod.key], old_node)
         self.pods[pod.key] = pod
         self.pod_node[pod.key] = node_name
+        self.pod_index.add(pod, node_name)
         self.assumed.add(pod.key)
         self.table.add_pod(pod, node_name)
         for listener in self.placement_listeners:
@@ -195,6 +217,13 @@ class ClusterCache:
 
     def remove_namespace(self, name: str) -> None:
         self.namespaces.pop(name, None)
+
+    def add_workload(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
+        """Add or replace a Service, ReplicationController, ReplicaSet, StatefulSet or PodDisruptionBudget."""
+        self.workloads.add(obj)
+
+    def remove_workload(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
+        self.workloads.remove(obj)
 
     def sizes(self) -> dict[str, int]:
         """For ``scheduler_cache_size{type}``."""

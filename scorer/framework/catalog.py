@@ -71,7 +71,8 @@ POINT_PROTOCOLS: dict[str, tuple[type, ...]] = {
     "postBind": (interface.PostBindPlugin,),
 }
 # Protocols a plugin may add to the points it implements.
-OPTIONAL_PROTOCOLS: tuple[type, ...] = (interface.ScoreExtensions, interface.EnqueueExtensions)
+OPTIONAL_PROTOCOLS: tuple[type, ...] = (interface.ScoreExtensions, interface.EnqueueExtensions,
+                                        interface.PreFilterExtensions)
 
 
 def protocol_methods(protocol: type) -> tuple[str, ...]:

@@ -10,7 +10,9 @@ class CycleState:
 
     Keys are private to the plugin that writes them (``"PreFilter" + NAME``,
     ``"PreScore" + NAME``), read through a typed getter in the plugin's module.
-    Reading a missing key raises ``KeyError`` naming it.
+    Reading a missing key raises ``KeyError`` naming it. ``clone`` copies each
+    value that has a ``clone()`` method (kube's StateData.Clone) and shares the
+    others, which must then never be changed in place.
     """
 
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "narrowed_by", "record_plugin_metrics")
@@ -41,7 +43,8 @@ class CycleState:
 
     def clone(self) -> CycleState:
         other = CycleState()
-        other._data = dict(self._data)
+        other._data = {key: value.clone() if hasattr(value, "clone") else value
+                       for key, value in self._data.items()}
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.narrowed_by = list(self.narrowed_by)

@@ -68,6 +68,22 @@ class PreFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Plugin, Protocol):
+    """Optional, for PreFilter plugins whose PreFilter state counts other pods
+    (kube's PreFilterExtensions). Preemption and the nominated-pods pass evaluate
+    "what if this pod were added to / removed from that node" on a clone of the
+    cycle state: these update the plugin's PreFilter state in ``state`` (a clone;
+    replace or copy the value before changing it, never change a shared one in
+    place). ``node`` is the node ``pod_info`` is added to or removed from."""
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node: NodeInfo) -> Status | None:
+        """``pod_to_add`` is now counted on ``node``."""
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: NodeInfo) -> Status | None:
+        """``pod_to_remove`` is no longer counted on ``node``."""
+
+
+@runtime_checkable
 class BatchFilterPlugin(Plugin, Protocol):
     def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
         """Vectorized Filter over candidate nodes."""

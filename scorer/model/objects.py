@@ -47,7 +47,11 @@ __all__ = [
     "PodAffinity",
     "PodAffinityTerm",
     "PodAntiAffinity",
+    "PodDisruptionBudget",
     "PreferredSchedulingTerm",
+    "PREEMPTION_POLICIES",
+    "SELECTOR_OWNER_KINDS",
+    "SelectorOwner",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
@@ -64,6 +68,9 @@ WHEN_UNSATISFIABLE: tuple[str, ...] = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES: tuple[str, ...] = ("Honor", "Ignore")
 PORT_PROTOCOLS: tuple[str, ...] = ("TCP", "UDP", "SCTP")
 NODE_FIELD_KEYS: tuple[str, ...] = ("metadata.name",)
+PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
+# The kinds whose selectors make up kube's default spreading selector (helper.DefaultSelector).
+SELECTOR_OWNER_KINDS: tuple[str, ...] = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
 # --------------------------------------------------------------------------
@@ -167,6 +174,19 @@ class LabelSelector:
             if labels.get(key) != value:
                 return False
         return all(r.matches(labels) for r in self.match_expressions)
+
+    @property
+    def canonical(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+        """A hashable form, equal for selectors that select the same pods by the same rules
+        (label order and requirement order aside): for keying indexes and caches."""
+        return (
+            tuple(sorted(self.match_labels.items())),
+            tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in self.match_expressions)),
+        )
+
+    def is_empty(self) -> bool:
+        """No labels and no expressions: matches every pod (kube's ``selector.Empty()``)."""
+        return not self.match_labels and not self.match_expressions
 
 
 # --------------------------------------------------------------------------
@@ -367,6 +387,10 @@ class Pod:
     volume the claim kube creates for it, ``<pod name>-<volume name>``. Other
     volume sources are not kept.
 
+    ``preemption_policy`` is ``spec.preemptionPolicy`` (``PREEMPTION_POLICIES``);
+    ``start_time`` is ``status.startTime`` (RFC 3339, empty when unset), which
+    preemption compares among victims.
+
     ``pod_level_requests`` holds ``spec.resources.requests`` (after
     defaulting); empty when the pod does not use pod-level resources.
     """
@@ -385,6 +409,7 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     pvc_claims: tuple[str, ...] = ()
     priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     overhead: dict[str, int] = attrs.Factory(dict)
@@ -395,6 +420,7 @@ class Pod:
     deleting: bool = False
     resource_version: str = ""
     creation_timestamp: str = ""
+    start_time: str = ""
 
     requests: dict[str, int] = attrs.field(init=False, eq=False, repr=False)
     non_zero_cpu: int = attrs.field(init=False, eq=False, repr=False)
@@ -467,3 +493,60 @@ class Node:
 class Namespace:
     name: str
     labels: dict[str, str] = attrs.Factory(dict)
+
+
+# --------------------------------------------------------------------------
+# Objects that select pods: owners (default spreading) and disruption budgets
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class SelectorOwner:
+    """A Service, ReplicationController, ReplicaSet or StatefulSet, as default spreading reads it.
+
+    ``kind`` is one of ``SELECTOR_OWNER_KINDS``. ``selector`` selects the pods
+    it owns, None when it selects nothing: a Service without ``spec.selector``,
+    or a controller whose selector is missing or empty (kube: "match nothing,
+    not everything"). A Service's (or ReplicationController's) map selector is
+    ``LabelSelector(match_labels=...)``; a Service with ``selector: {}``
+    selects every pod of its namespace, as kube's lister does.
+    """
+
+    kind: str
+    namespace: str = "default"
+    name: str
+    selector: LabelSelector | None = None
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        """``kind/namespace/name``."""
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    def selects(self, pod: Pod) -> bool:
+        return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class PodDisruptionBudget:
+    """A PodDisruptionBudget (policy/v1 or v1beta1), as preemption reads it.
+
+    ``selector`` is None when missing or empty: such a budget protects no pod
+    (kube's preemption). ``disruptions_allowed`` is ``status.disruptionsAllowed``;
+    ``disrupted_pods`` the names in ``status.disruptedPods`` (evictions the API
+    server already counted, not counted again).
+    """
+
+    namespace: str = "default"
+    name: str
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def protects(self, pod: Pod) -> bool:
+        """The budget counts ``pod``: same namespace, its selector matches (and is not empty)."""
+        return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
