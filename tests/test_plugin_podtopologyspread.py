@@ -15,6 +15,7 @@ enabled before the plugin, rejects: they are "all nodes" but not "filtered nodes
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import attrs
@@ -111,15 +112,6 @@ FOUR_HOSTS = {n: {"zone": z, HOSTNAME: n} for n, z in
 # -- harness -------------------------------------------------------------------------
 
 
-@attrs.frozen
-class _Profile:
-    scheduler_name: str
-    percentage_of_nodes_to_score: int | None
-    points: dict[str, tuple[str, ...]]
-    weights: dict[str, int]
-    args: dict[str, Any]
-
-
 @attrs.define
 class Run:
     codes: dict[str, Code]  # every node's Filter code (TaintToleration's for failed nodes)
@@ -139,7 +131,8 @@ def framework_for(cache, args: PodTopologySpreadArgs | None = None) -> Framework
         NAME: PluginInfo(NAME, podtopologyspread.factory, frozenset(points)),
         tainttoleration.NAME: PluginInfo(tainttoleration.NAME, tainttoleration.factory, frozenset({"filter"})),
     }
-    profile = _Profile("test-scheduler", 100, points, {NAME: 1}, {NAME: args})
+    profile = SimpleNamespace(scheduler_name="test-scheduler", percentage_of_nodes_to_score=100, points=points,
+                              weights={NAME: 1}, args={NAME: args})  # a FrameworkProfile
     return Framework(profile, catalog, Handle(cache, "test-scheduler", None))
 
 
