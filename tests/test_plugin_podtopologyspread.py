@@ -392,13 +392,15 @@ def test_default_selector_ands_every_owner():
     assert result.codes == codes(OK, OK, U, U)
 
 
-def test_system_defaults_are_soft_and_spread_by_host_and_zone():
-    # Hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; node-d has no zone label and is still
+@pytest.mark.parametrize("kind", ["ReplicaSet", "Service", "ReplicationController", "StatefulSet"])
+def test_system_defaults_are_soft_and_spread_by_host_and_zone(kind):
+    # Hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; n4 has no zone label and is still
     # scored (by hostname) because System defaulting does not require every key.
     nodes = {"n1": {HOSTNAME: "n1", ZONE: "a"}, "n2": {HOSTNAME: "n2", ZONE: "a"}, "n3": {HOSTNAME: "n3", ZONE: "b"},
              "n4": {HOSTNAME: "n4"}}
     pods = spread_pods({"n1": 2, "n2": 1, "n4": 1}, WEB) + spread_pods({"n3": 4}, {"app": "db"}, prefix="db")
-    result = run(incoming(labels=WEB), nodes_of(nodes), pods, owners=[RS_WEB])
+    owner = SelectorOwner(kind=kind, name="web", selector=LabelSelector(match_labels=WEB))
+    result = run(incoming(labels=WEB), nodes_of(nodes), pods, owners=[owner])
     assert result.filter_skipped
     # w_host = ln(4+2), w_zone = ln(2+2); zone a has 3 web pods:
     # n1 = round(2·w_h + 2 + 3·w_z + 4) = 14, n2 = 12, n3 = round(0 + 2 + 0 + 4) = 6, n4 = round(w_h + 2) = 4.
@@ -479,6 +481,8 @@ SCORE = [
      {k: HOSTS4[k] for k in ("node-a", "node-b")}, (),
      [pod_on("p-a1", "node-a", namespace="ns1"), pod_on("p-a2", "node-a"), pod_on("p-b1", "node-b"),
       pod_on("p-b2", "node-b")], {"node-a": 100, "node-b": 33}),
+    ("no feasible node has the topology key: every node is ignored", incoming(soft(1, "rack")),
+     {k: HOSTS4[k] for k in ("node-a", "node-b")}, (), spread_pods({"node-a": 1}), {"node-a": 0, "node-b": 0}),
     ("terminating Pods should be excluded", incoming(soft(1, HOSTNAME)),
      {k: HOSTS4[k] for k in ("node-a", "node-b")}, (),
      [pod_on("p-a", "node-a", terminating=True), pod_on("p-b", "node-b")], {"node-a": 100, "node-b": 0}),
