@@ -14,6 +14,8 @@ enabled before the plugin, rejects: they are "all nodes" but not "filtered nodes
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +24,8 @@ import attrs
 import pytest
 from pluginkit import requeues
 
+from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
 from scorer.config.convert import structure
 from scorer.cycle import ScheduleAlgorithm
 from scorer.errors import ConfigError
@@ -50,7 +54,7 @@ from scorer.plugins.podtopologyspread import (
 )
 from scorer.registry import build_registry
 from scorer.state.nodetable import NodeTable
-from scorer.testing import make_cache, make_node, make_pod
+from scorer.testing import make_cache, make_node, make_pod, schedule_pending
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -731,3 +735,23 @@ def test_events_to_register(event, moves):
     plugin = podtopologyspread.factory(None, Handle(make_cache([]), "test-scheduler", None))
     assert requeues(plugin, event) is moves
 
+
+
+# -- in the default profile ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [None, {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                           "kind": "KubeSchedulerConfiguration"}])
+def test_default_profile_spreads_over_zones(config):
+    # zone1 has two nodes: resource spreading alone would put 3 or 4 of the 6 pods there.
+    zones = {"n1": "zone1", "n4": "zone1", "n2": "zone2", "n3": "zone3"}
+    nodes = [make_node(n, labels={ZONE: z, HOSTNAME: n}) for n, z in zones.items()]
+    pods = [incoming(spread(1, ZONE, selector={"matchLabels": WEB}), labels=WEB) for _ in range(6)]
+    pods = [attrs.evolve(p, name=f"web-{i}", uid=f"uid-web-{i}") for i, p in enumerate(pods)]
+    cluster = InMemoryCluster(nodes, pods, [])
+    asm = assemble(config, cluster, registry=build_registry(autoload=False), seed=0)
+    cluster.start(asm.handlers)
+    asyncio.run(schedule_pending(asm.scheduler))
+    placed = [cluster.pods[p.key].node_name for p in pods]
+    assert all(placed)
+    assert Counter(zones[n] for n in placed) == {"zone1": 2, "zone2": 2, "zone3": 2}
