@@ -281,9 +281,9 @@ def test_requeue_events_leave_a_real_plugin_of_that_name_alone():
     config["profiles"].append({"schedulerName": "other",
                                "plugins": {"multiPoint": {"disabled": [{"name": "InterPodAffinity"}]}}})
     asm, _ = build(config, NODES, [], InterPodAffinity)
-    assert asm.frameworks["default-scheduler"].unsupported.missing == ("VolumeBinding", "PodTopologySpread")
-    assert asm.frameworks["other"].unsupported.missing == GUARDED_PLUGINS
+    # PodTopologySpread is a built-in now: only VolumeBinding is missing from the default profile.
+    assert asm.frameworks["default-scheduler"].unsupported.missing == ("VolumeBinding",)
+    assert asm.frameworks["other"].unsupported.missing == ("VolumeBinding", "InterPodAffinity")
     # InterPodAffinity is a plugin of one profile (without events_to_register: woken by every event),
     # so no entry is made for it; the plugins no profile has get one.
-    assert requeue_events(asm.frameworks.values()) == {
-        "VolumeBinding": list(REQUEUE_EVENTS), "PodTopologySpread": list(REQUEUE_EVENTS)}
+    assert requeue_events(asm.frameworks.values()) == {"VolumeBinding": list(REQUEUE_EVENTS)}
