@@ -34,7 +34,7 @@ import yaml
 from scorer import __version__
 from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import ConfigError, InputError, PluginError, ScorerError
-from scorer.explain import explain_pod, format_table
+from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
 from scorer.inputs.describe import printable
 from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
 from scorer.service import logs
@@ -210,8 +210,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     objects = load_cluster(args.cluster)
+    pod = pod_from_manifest(args.pod) if is_manifest_ref(args.pod) else args.pod
     registry = _registry(args)
-    explanation = explain_pod(objects, _config_or_demo(args, registry), args.pod, registry=registry,
+    explanation = explain_pod(objects, _config_or_demo(args, registry), pod, registry=registry,
                               seed=args.seed, metrics_snapshot=_snapshot(args))
     _warn(objects.warnings)
     if args.output == "json":
@@ -301,7 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", parents=[common], help="why a pod goes where it goes")
     p.add_argument("--config", help="KubeSchedulerConfiguration file (default: kube-scheduler's defaults)")
     p.add_argument("--cluster", help="cluster file (default: the built-in demo cluster)")
-    p.add_argument("--pod", required=True, help="namespace/name (or name in 'default')")
+    p.add_argument("--pod", required=True, metavar="NS/NAME|FILE",
+                   help="a pod of the cluster file, namespace/name (or name in 'default'), explained as if "
+                        "pending; or a Pod manifest FILE (an existing path, or a name ending .yaml/.yml/.json) "
+                        "that is not in the cluster: where it would go if applied now, spec.nodeName and all "
+                        "kept as written; a cluster pod of the same namespace/name is replaced by it, as "
+                        "applying the manifest would")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.add_argument("--seed", type=int, default=0, help="random seed for tie breaks (default 0)")
     p.add_argument("--metrics", metavar="FILE", help=METRICS_HELP)

@@ -1,5 +1,9 @@
 """``scorer explain``: one full scheduling cycle for one pod, every node evaluated.
 
+The pod is either one of the cluster file's pods (``--pod NS/NAME``, explained
+as if pending) or a manifest that is not in the cluster yet (``--pod FILE``:
+"where would this go if I applied it now?"), see ``pod_from_manifest``.
+
 The JSON shape is a stable contract (other tools and our conformance checks
 read it); see ``explain_pod``.
 """
@@ -7,19 +11,46 @@ read it); see ``explain_pod``.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import attrs
 
 from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
-from scorer.errors import InputError
+from scorer.errors import InputError, ModelError
 from scorer.framework import NodeBatch
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework
-from scorer.model import LoadedObjects, Pod
+from scorer.model import LoadedObjects, Pod, load_file
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def is_manifest_ref(ref: str) -> bool:
+    """``--pod`` names a manifest file (an existing path, or anything ending
+    .yaml/.yml/.json) rather than ``ns/name`` of a pod in the cluster file."""
+    return ref.lower().endswith(MANIFEST_SUFFIXES) or os.path.isfile(ref)
+
+
+def pod_from_manifest(path: str) -> Pod:
+    """The one Pod of a manifest file, decoded as strictly as cluster files
+    (errors name the file and the field). The file holds exactly one object, a
+    Pod; everything in it is kept as written (``spec.nodeName`` too, which the
+    NodeName filter then enforces, as kube-scheduler's filter would)."""
+    objects = load_file(path)
+    found = [f"Pod {p.key}" for p in objects.pods] + [f"Node {n.name}" for n in objects.nodes]
+    found += [f"Namespace {ns.name}" for ns in objects.namespaces] + list(objects.skipped)
+    for workload in getattr(objects, "workloads", ()):  # owner objects and budgets, once decoded
+        found.append(f"{getattr(workload, 'kind', type(workload).__name__)} {workload.namespace}/{workload.name}")
+    if len(objects.others) > len(objects.skipped):  # MetricsSnapshot documents are not listed as skipped
+        found.append("a MetricsSnapshot")
+    if len(objects.pods) != 1 or len(found) != 1:
+        listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "") if found else "no object"
+        raise ModelError(f"{path}: --pod FILE: expected exactly one Pod in the file, found {listed}")
+    return objects.pods[0]
 
 
 def find_pod(objects: LoadedObjects, ref: str) -> Pod:
@@ -35,7 +66,7 @@ def find_pod(objects: LoadedObjects, ref: str) -> Pod:
 def explain_pod(
     objects: LoadedObjects,
     config_source: Any,
-    pod_ref: str,
+    pod_ref: str | Pod,
     *,
     registry: PluginRegistry | None = None,
     autoload: bool | None = None,
@@ -56,11 +87,19 @@ def explain_pod(
     each metric-driven plugin of the profile read: the value (null: none),
     its age in seconds, its state (fresh, stale, missing, warming-up), the
     pods counted as in flight on the node, and the policy applied.
+
+    ``pod_ref`` is ``ns/name`` (or ``name`` in ``default``) of a pod of
+    ``objects``, explained as if pending (its ``spec.nodeName`` is cleared);
+    or a ``Pod`` that is not in the cluster (``pod_from_manifest``), explained
+    exactly as written. A Pod with the namespace/name of a cluster pod replaces
+    it, as applying the manifest would (``kubectl replace --force``): the
+    cluster's pod no longer counts on its node.
     """
-    pod = find_pod(objects, pod_ref)
+    from_manifest = isinstance(pod_ref, Pod)
+    pod = pod_ref if isinstance(pod_ref, Pod) else find_pod(objects, pod_ref)
     # The pod is explained as if pending: it does not count on any node itself.
-    cluster = InMemoryCluster(list(objects.nodes), [p for p in objects.pods if p.key != pod.key],
-                              list(objects.namespaces))
+    others = [p for p in objects.pods if p.key != pod.key]
+    cluster = InMemoryCluster.from_objects(attrs.evolve(objects, pods=others))
     if metrics_snapshot is None:
         metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
     asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
@@ -75,7 +114,7 @@ def explain_pod(
     cluster.start(asm.handlers)
     if asm.sources.prometheus_sources:  # after loading: series are mapped to the cache's nodes
         asyncio.run(asm.sources.refresh_all())
-    if pod.node_name:
+    if pod.node_name and not from_manifest:
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
     metrics = _metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
