@@ -28,6 +28,7 @@ from scorer.hookspecs import hookimpl
 from scorer.plugins import (
     defaultbinder,
     imagelocality,
+    interpodaffinity,
     nodeaffinity,
     nodename,
     nodeports,
@@ -63,6 +64,7 @@ BUILTIN_PLUGINS = (
     nodeaffinity,
     nodeports,
     fit,
+    interpodaffinity,
     balanced_allocation,
     imagelocality,
     defaultbinder,
