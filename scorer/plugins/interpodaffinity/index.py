@@ -28,7 +28,7 @@ from scorer.model import Pod
 from scorer.plugins.interpodaffinity.terms import AffinityTerm, pod_terms
 from scorer.state.labels import LabelColumn
 from scorer.state.nodetable import NodeTable
-from scorer.state.podindex import PodIndex, has_pod_affinity_terms
+from scorer.state.podindex import NodeCounts, PodIndex, has_pod_affinity_terms
 
 # Kinds of existing pods' terms.
 REQUIRED_AFFINITY = 0
@@ -37,45 +37,6 @@ PREFERRED_AFFINITY = 2
 PREFERRED_ANTI_AFFINITY = 3
 
 GroupKey = tuple[AffinityTerm, int]  # (term, weight); weight 0 for required terms
-
-
-class NodeCounts:
-    """How many terms of one group sit on each node, by node name, readable per table row."""
-
-    __slots__ = ("by_node", "total", "_rows", "_layout")
-
-    def __init__(self) -> None:
-        self.by_node: dict[str, int] = {}
-        self.total = 0
-        self._rows: np.ndarray | None = None
-        self._layout = -1
-
-    def change(self, node_name: str, delta: int, table: NodeTable) -> None:
-        count = self.by_node.get(node_name, 0) + delta
-        if count:
-            self.by_node[node_name] = count
-        else:
-            self.by_node.pop(node_name, None)
-        self.total += delta
-        rows = self._rows
-        if rows is not None and self._layout == table.layout_version:
-            row = table.index.get(node_name)
-            if row is not None:
-                rows[row] += delta
-
-    def per_row(self, table: NodeTable) -> np.ndarray:
-        """int64 count per row of ``table``; shared and kept up to date: do not modify it."""
-        rows = self._rows
-        if rows is None or self._layout != table.layout_version or len(rows) != len(table):
-            rows = np.zeros(len(table), dtype=np.int64)
-            index = table.index
-            for node_name, count in self.by_node.items():
-                row = index.get(node_name)
-                if row is not None:
-                    rows[row] = count
-            self._rows = rows
-            self._layout = table.layout_version
-        return rows
 
 
 class ExistingTerms:
