@@ -28,6 +28,7 @@ from scorer.hookspecs import hookimpl
 from scorer.plugins import (
     defaultbinder,
     imagelocality,
+    interpodaffinity,
     nodeaffinity,
     nodename,
     nodeports,
@@ -65,6 +66,7 @@ BUILTIN_PLUGINS = (
     nodeports,
     fit,
     podtopologyspread,
+    interpodaffinity,
     balanced_allocation,
     imagelocality,
     defaultbinder,

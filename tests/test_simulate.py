@@ -49,16 +49,16 @@ def test_the_output_is_deterministic():
     assert first.cluster.events == second.cluster.events
 
 
-def test_a_pod_with_required_anti_affinity_is_not_placed_and_its_message_names_the_plugin():
+def test_pods_with_required_anti_affinity_are_placed_apart_by_inter_pod_affinity():
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    pods = [make_pod("web-0", labels={"app": "web"}, affinity=anti), make_pod("plain")]
-    report = simulate(LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=pods), autoload=False)
+    nodes = [make_node("n1", labels={"kubernetes.io/hostname": "n1"}),
+             make_node("n2", labels={"kubernetes.io/hostname": "n2"})]
+    pods = [make_pod(f"web-{i}", labels={"app": "web"}, affinity=anti) for i in range(3)]
+    report = simulate(LoadedObjects(nodes=nodes, pods=pods), autoload=False)
     by_pod = {p.pod: p for p in report.placements}
-    assert by_pod["default/plain"].node is not None
-    assert by_pod["default/web-0"].node is None
-    message = ("0/2 nodes are available: pod has required pod anti-affinity, which needs the InterPodAffinity "
-               "plugin; scorer does not implement it yet, so the pod is not placed.")
-    assert by_pod["default/web-0"].message == message
-    assert report.placed == 1 and report.unschedulable == 1 and report.errors == 0
-    assert {e.note for e in report.cluster.events if e.reason == "FailedScheduling"} == {message}
+    assert {by_pod["default/web-0"].node, by_pod["default/web-1"].node} == {"n1", "n2"}
+    assert by_pod["default/web-2"].node is None
+    message = "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    assert by_pod["default/web-2"].message.startswith(message)
+    assert report.placed == 2 and report.unschedulable == 1 and report.errors == 0

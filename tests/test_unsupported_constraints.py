@@ -197,15 +197,24 @@ def test_the_guarded_plugins_are_kube_default_plugins():
 # -- the scheduling cycle, the queue, events and conditions ----------------------------------
 
 
+def pvc_pod(name="web-0"):
+    """A pod whose constraint stays unimplemented (InterPodAffinity, a built-in now, evaluates
+    the anti-affinity these tests used before)."""
+    return make_pod(name, labels={"app": "web"}, spec={"volumes": [PVC]})
+
+
+PVC_MESSAGE = ("pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin; "
+               f"{NOT_IMPLEMENTED}")
+
+
 def test_the_cycle_records_the_plugin_as_rejector_and_writes_the_fit_error():
-    asm, cluster = build(None, NODES, [anti_pod(), make_pod("plain")])
+    asm, cluster = build(None, NODES, [pvc_pod(), make_pod("plain")])
     schedule_all(asm)
     assert cluster.pods["default/plain"].node_name  # other pods are placed
     assert not cluster.pods["default/web-0"].node_name
     [info] = asm.queue.pending_pods()
-    assert info.unschedulable_plugins == frozenset({"InterPodAffinity"})
-    message = ("0/3 nodes are available: pod has required pod anti-affinity, which needs the InterPodAffinity "
-               f"plugin; {NOT_IMPLEMENTED}.")
+    assert info.unschedulable_plugins == frozenset({"VolumeBinding"})
+    message = f"0/3 nodes are available: {PVC_MESSAGE}."
     failed = [e for e in cluster.events if e.reason == "FailedScheduling"]
     assert failed and all(e.pod == "default/web-0" and e.note == message for e in failed)
     condition = cluster.conditions["default/web-0"]
@@ -213,29 +222,36 @@ def test_the_cycle_records_the_plugin_as_rejector_and_writes_the_fit_error():
 
 
 def test_an_update_of_the_pod_requeues_it_and_without_the_constraint_it_is_placed():
-    pod = anti_pod()
+    pod = pvc_pod()
     asm, cluster = build(None, NODES, [pod])
     schedule_all(asm)
     assert asm.queue.pending_counts()[UNSCHEDULABLE] == 1
     fixed = make_pod("web-0", labels={"app": "web"})
-    cluster.apply(fixed)  # the user drops the anti-affinity (in kube: a re-created pod)
+    cluster.apply(fixed)  # the user drops the volume (in kube: a re-created pod)
     assert asm.queue.pending_counts()[UNSCHEDULABLE] == 0
     asm.queue.flush_backoff_completed(float("inf"))
     schedule_all(asm)
     assert cluster.pods["default/web-0"].node_name
 
 
-class InterPodAffinity(Passes):
+def test_the_built_in_inter_pod_affinity_places_a_pod_with_required_anti_affinity():
+    asm, cluster = build(None, NODES, [anti_pod()])
+    schedule_all(asm)
+    assert cluster.pods["default/web-0"].node_name
+    assert "InterPodAffinity" not in asm.frameworks["default-scheduler"].unsupported.missing
+
+
+class VolumeBinding(Passes):
     """What a user may install later: a plugin of that name."""
 
-    name = "InterPodAffinity"
+    name = "VolumeBinding"
 
     def __init__(self):
-        super().__init__("InterPodAffinity")
+        super().__init__("VolumeBinding")
 
 
 def test_an_installed_plugin_of_that_name_is_in_the_default_profile_and_the_pod_is_placed():
-    asm, cluster = build(None, NODES, [anti_pod()], InterPodAffinity)
+    asm, cluster = build(None, NODES, [pvc_pod()], VolumeBinding)
     schedule_all(asm)
     assert cluster.pods["default/web-0"].node_name
 
@@ -253,7 +269,7 @@ def test_requeue_events_keep_the_pod_parked_until_its_own_update_or_the_timeout(
     asm, _ = build(None, NODES, [])
     fwk = asm.frameworks["default-scheduler"]
     events = {**requeue_events(asm.frameworks.values()), **plugin_events(asm.frameworks)}
-    assert events["InterPodAffinity"] == list(REQUEUE_EVENTS)
+    assert events["VolumeBinding"] == list(REQUEUE_EVENTS)
     clock = Clock()
     queue = SchedulingQueue(fwk.less, clock=clock, plugin_events=events)
 
@@ -261,17 +277,17 @@ def test_requeue_events_keep_the_pod_parked_until_its_own_update_or_the_timeout(
         queue.add(pod)
         info = queue.pop()
         result = asm.scheduler.schedule_pod(fwk, CycleState(), info.pod)
-        assert result.unschedulable_plugins == frozenset({"InterPodAffinity"})
+        assert result.unschedulable_plugins == frozenset({"VolumeBinding"})
         return queue.add_unschedulable_if_not_present(info, unschedulable_plugins=result.unschedulable_plugins)
 
-    assert park(anti_pod()) == UNSCHEDULABLE
+    assert park(pvc_pod()) == UNSCHEDULABLE
     assert queue.move_all_to_active_or_backoff(EVENT_NODE_ADD) == 0
     assert queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD) == 0
     update = ClusterEvent(UNSCHEDULABLE_POD, UPDATE_POD_OTHER, "UnschedulablePodUpdate")
-    assert queue.update(None, anti_pod(), event=update) == BACKOFF
-    queue.delete(anti_pod())
+    assert queue.update(None, pvc_pod(), event=update) == BACKOFF
+    queue.delete(pvc_pod())
     clock.now = 1000.0
-    assert park(anti_pod("web-1")) == UNSCHEDULABLE
+    assert park(pvc_pod("web-1")) == UNSCHEDULABLE
     clock.now += 301
     assert queue.flush_unschedulable_leftover() == 1 and queue.pending_counts()[ACTIVE] == 1
 
@@ -279,11 +295,12 @@ def test_requeue_events_keep_the_pod_parked_until_its_own_update_or_the_timeout(
 def test_requeue_events_leave_a_real_plugin_of_that_name_alone():
     config = config_with()
     config["profiles"].append({"schedulerName": "other",
-                               "plugins": {"multiPoint": {"disabled": [{"name": "InterPodAffinity"}]}}})
-    asm, _ = build(config, NODES, [], InterPodAffinity)
-    # PodTopologySpread is a built-in now: only VolumeBinding is missing from the default profile.
-    assert asm.frameworks["default-scheduler"].unsupported.missing == ("VolumeBinding",)
-    assert asm.frameworks["other"].unsupported.missing == ("VolumeBinding", "InterPodAffinity")
-    # InterPodAffinity is a plugin of one profile (without events_to_register: woken by every event),
-    # so no entry is made for it; the plugins no profile has get one.
-    assert requeue_events(asm.frameworks.values()) == {"VolumeBinding": list(REQUEUE_EVENTS)}
+                               "plugins": {"multiPoint": {"disabled": [{"name": "VolumeBinding"}]}}})
+    asm, _ = build(config, NODES, [], VolumeBinding)
+    # PodTopologySpread and InterPodAffinity are built-ins now: with a VolumeBinding plugin installed,
+    # the default profile misses nothing; the profile that disables it misses VolumeBinding.
+    assert asm.frameworks["default-scheduler"].unsupported.missing == ()
+    assert asm.frameworks["other"].unsupported.missing == ("VolumeBinding",)
+    # VolumeBinding is a plugin of one profile (without events_to_register: woken by every event),
+    # so no entry is made for it.
+    assert requeue_events(asm.frameworks.values()) == {}

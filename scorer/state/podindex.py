@@ -57,30 +57,19 @@ def has_pod_affinity_terms(pod: Pod) -> bool:
                 or (paa is not None and (paa.required or paa.preferred)))
 
 
-class SelectorCounts:
-    """Pods of ``namespace`` matching ``selector``, counted per node name.
+class NodeCounts:
+    """A count per node name, readable as an int64 array aligned with a NodeTable's rows
+    (``per_row``), rebuilt only when rows are added or removed. ``version`` is bumped on
+    every change."""
 
-    ``include_deleting`` false leaves out pods being deleted (PodTopologySpread
-    does not count terminating pods; InterPodAffinity does). ``version`` is
-    bumped on every change.
-    """
+    __slots__ = ("by_node", "total", "version", "_rows", "_layout")
 
-    __slots__ = ("namespace", "selector", "include_deleting", "by_node", "total", "version",
-                 "_rows", "_layout")
-
-    def __init__(self, namespace: str, selector: LabelSelector, include_deleting: bool) -> None:
-        self.namespace = namespace
-        self.selector = selector
-        self.include_deleting = include_deleting
+    def __init__(self) -> None:
         self.by_node: dict[str, int] = {}
         self.total = 0
         self.version = 0
         self._rows: np.ndarray | None = None
         self._layout = -1
-
-    def counts(self, pod: Pod) -> bool:
-        return (pod.namespace == self.namespace and (self.include_deleting or not pod.deleting)
-                and self.selector.matches(pod.labels))
 
     def change(self, node_name: str, delta: int, table: NodeTable) -> None:
         count = self.by_node.get(node_name, 0) + delta
@@ -110,6 +99,26 @@ class SelectorCounts:
             self._rows = rows
             self._layout = table.layout_version
         return rows
+
+
+class SelectorCounts(NodeCounts):
+    """Pods of ``namespace`` matching ``selector``, counted per node name.
+
+    ``include_deleting`` false leaves out pods being deleted (PodTopologySpread
+    does not count terminating pods; InterPodAffinity does).
+    """
+
+    __slots__ = ("namespace", "selector", "include_deleting")
+
+    def __init__(self, namespace: str, selector: LabelSelector, include_deleting: bool) -> None:
+        super().__init__()
+        self.namespace = namespace
+        self.selector = selector
+        self.include_deleting = include_deleting
+
+    def counts(self, pod: Pod) -> bool:
+        return (pod.namespace == self.namespace and (self.include_deleting or not pod.deleting)
+                and self.selector.matches(pod.labels))
 
 
 class PodIndex:
