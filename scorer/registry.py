@@ -27,6 +27,7 @@ from scorer.framework.catalog import (
 from scorer.hookspecs import hookimpl
 from scorer.plugins import (
     defaultbinder,
+    defaultpreemption,
     imagelocality,
     nodeaffinity,
     nodename,
@@ -63,6 +64,7 @@ BUILTIN_PLUGINS = (
     nodeaffinity,
     nodeports,
     fit,
+    defaultpreemption,
     balanced_allocation,
     imagelocality,
     defaultbinder,
