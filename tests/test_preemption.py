@@ -111,12 +111,14 @@ def test_the_cycle_nominates_then_places_the_preemptor_once_the_victims_are_gone
     assert cluster.pods["default/high"].nominated_node_name == "n1"
     assert asm.queue.nominator.node_of(cluster.pods["default/high"]) == "n1"
     condition = cluster.conditions["default/high"]
-    assert condition.reason == "Unschedulable" and condition.message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert condition.reason == "Unschedulable"
+    assert condition.message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
     # The freed node is held for the preemptor: the lower-priority pending pod does not take it.
     assert by_pod["lower-pending"].outcome == "unschedulable"
     asm.queue.flush_backoff_completed(1e9)
-    turns = asyncio.run(schedule_pending(asm.scheduler))
-    assert cluster.pods["default/high"].node_name == "n1" and not asm.queue.nominator.node_of(cluster.pods["default/high"])
+    asyncio.run(schedule_pending(asm.scheduler))
+    high = cluster.pods["default/high"]
+    assert high.node_name == "n1" and not asm.queue.nominator.node_of(high)
     assert asm.metrics.preemption_victims._sum.get() == 1
 
 
