@@ -306,3 +306,18 @@ async def test_what_the_writer_remembers_is_bounded_and_forgotten(control_plane,
         writer.forget(pods[1].key)
         await writer.write_pod_condition(pods[1], "False", "Unschedulable", "late")
         assert client.requests == sent + 1
+
+
+@kube
+async def test_delete_pod_matches_the_uid_and_accepts_a_pod_already_gone(control_plane) -> None:
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client)
+        assert isinstance(writer, ClusterWriter)
+        pod = new_pod(control_plane, "w-victim")
+        await writer.delete_pod(attrs.evolve(pod, uid="another-uid"))  # 409: a re-created pod is left alone
+        status, _ = control_plane.request("GET", "/api/v1/namespaces/default/pods/w-victim")
+        assert status == 200
+        await writer.delete_pod(pod)  # unbound: no kubelet to wait for, it is gone at once
+        status, _ = control_plane.request("GET", "/api/v1/namespaces/default/pods/w-victim")
+        assert status == 404
+        await writer.delete_pod(pod)  # 404: already gone, fine
