@@ -126,6 +126,7 @@ async def test_preemption_writes_are_ordered_and_never_dropped():
                             ("clear", "default/nominated-low")]
     assert recorder.pending_deletions == 0
     recorder.set_pod_condition(preemptor, "False", "Unschedulable", "0/1", nominated_node="n1")
+    await recorder.flush()
     recorder.set_pod_condition(preemptor, "False", "Unschedulable", "0/1")
     await recorder.flush()
     assert sink.written[-2:] == [("condition", "default/high", "False", "n1"),
