@@ -363,6 +363,8 @@ class SchedulingCycle:
             self.cache.assume(pod, node)
         except CacheError as exc:
             return self.fail(qpi, fwk, result, Status.error(str(exc)), started)
+        # kube's assume: an assumed pod counts on its node, no longer as nominated elsewhere.
+        self.queue.nominator.delete(pod)
         status = fwk.run_reserve(state, pod, node)
         if not status.is_success():
             fwk.run_unreserve(state, pod, node)

@@ -156,3 +156,11 @@ def test_explain_shows_the_nomination_without_deleting_anything():
     assert data["message"] == "0/1 nodes are available: 1 Insufficient cpu."
     assert data["preemption"] == {"nominatedNode": "n1", "victims": ["default/low"]}
     assert [p.key for p in objects.pods] == ["default/low", "default/high"]
+
+
+async def test_an_assumed_pod_is_no_longer_nominated():
+    asm, _ = build(None, [make_node("n1", cpu="4"), make_node("n2", cpu="4")], [nominated(pod("p", "1"), "n2")])
+    turn = asm.scheduler.schedule_one()  # the binding task has not run yet: the pod is assumed
+    assert turn.node == "n2" and asm.cache.is_assumed("default/p")
+    assert not asm.queue.nominator
+    await turn.binding
