@@ -28,7 +28,7 @@ import numpy as np
 from scorer.cache import CacheError, ClusterCache
 from scorer.cluster.interface import EventRecorder
 from scorer.framework.cycle_state import CycleState
-from scorer.framework.runtime import FilterRecord, Framework, ScoreOutcome
+from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterRecord, Framework, ScoreOutcome
 from scorer.framework.status import Code, Status
 from scorer.framework.types import NodeBatch, QueuedPodInfo
 from scorer.metrics import SchedulerMetrics
@@ -91,6 +91,7 @@ class ScheduleResult:
     excluded_rows: np.ndarray = _NO_ROWS
     scores: ScoreOutcome | None = None
     nominated: str | None = None
+    victims: tuple[Pod, ...] = ()  # the pods preemption chose to delete for ``nominated``
     unschedulable_plugins: frozenset[str] = frozenset()
     failed_at: str = ""
     pre_score_status: Status | None = None
@@ -220,16 +221,17 @@ class ScheduleAlgorithm:
                     (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}]",),
                 )
 
-        # A pod that preemption nominated a node for tries that node first.
-        nominated_row = table.index.get(pod.nominated_node_name) if pod.nominated_node_name else None
+        # A pod that preemption nominated a node for tries that node first (kube >= 1.22).
+        nominated_node = nominated_node_of(fwk, pod)
+        nominated_row = table.index.get(nominated_node) if nominated_node else None
         if nominated_row is not None and not evaluate_all:
             rows = np.array([nominated_row], dtype=np.int64)
-            outcome = fwk.run_filters(state, pod, table, rows)
+            outcome = fwk.run_filters_with_nominated_pods(state, pod, table, rows)
             if outcome.error is None and outcome.alive.all():
                 result.rows = rows
                 result.processed = 1
                 result.feasible_positions = np.array([0], dtype=np.int64)
-                result.nominated = pod.nominated_node_name
+                result.nominated = nominated_node
                 return self._select(fwk, state, result, score_all)
 
         n = len(candidates)
@@ -252,7 +254,7 @@ class ScheduleAlgorithm:
         pos, size, found = 0, max(to_find, 1), 0
         while pos < n and found < to_find:
             chunk = order[pos : pos + size]
-            outcome = fwk.run_filters(state, pod, table, chunk)
+            outcome = fwk.run_filters_with_nominated_pods(state, pod, table, chunk)
             if outcome.error is not None:
                 return result._error(outcome.error, "Filter")
             alive[pos : pos + len(chunk)] = outcome.alive
@@ -282,12 +284,17 @@ class ScheduleAlgorithm:
 
     def _no_fit(self, fwk: Framework, state: CycleState, result: ScheduleResult) -> ScheduleResult:
         post_msg = ""
-        if fwk.points.get("postFilter"):
+        pre_filter = result.pre_filter_status
+        # A pod refused because a plugin it needs is not in the profile (``unsupported``): no
+        # preemption can help it, and its message stays about the missing plugin.
+        refused = pre_filter is not None and pre_filter.plugin not in fwk.plugins
+        if fwk.points.get("postFilter") and not refused:
             node, status = fwk.run_post_filter(state, result.pod, result.node_statuses(self.cache.table))
             if status.code == Code.ERROR:
                 return result._error(status, "PostFilter")
             if node:
                 result.nominated = node
+                result.victims = tuple(state.get(PREEMPTION_VICTIMS, ()))
             post_msg = status.message()
         result.message = fit_error_message(result, post_msg)
         result.status = Status(Code.UNSCHEDULABLE, (result.message,), result.status.plugin)
@@ -356,6 +363,8 @@ class SchedulingCycle:
             self.cache.assume(pod, node)
         except CacheError as exc:
             return self.fail(qpi, fwk, result, Status.error(str(exc)), started)
+        # kube's assume: an assumed pod counts on its node, no longer as nominated elsewhere.
+        self.queue.nominator.delete(pod)
         status = fwk.run_reserve(state, pod, node)
         if not status.is_success():
             fwk.run_unreserve(state, pod, node)
@@ -384,9 +393,15 @@ class SchedulingCycle:
                 qpi, unschedulable_plugins=result.unschedulable_plugins
             )
         self.queue.done(pod.key)
+        # kube's recordSchedulingFailure: the nomination holds in the queue at once, before the
+        # API write of nominatedNodeName comes back.
+        nominated = result.nominated if result.selected is None and not is_error else None
+        if nominated:
+            self.queue.nominator.add(pod, nominated)
         note = message if len(message) <= EVENT_NOTE_LIMIT else message[: EVENT_NOTE_LIMIT - 4] + " ..."
         self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", note)
-        self.recorder.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message)
+        self.recorder.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message,
+                                        nominated_node=nominated)
         outcome = ERROR if is_error else UNSCHEDULABLE
         self.observe(outcome, fwk, started)
         report = CycleReport(pod, fwk.profile_name, result, None, outcome, message)
@@ -401,6 +416,14 @@ class SchedulingCycle:
     def report(self, report: CycleReport) -> None:
         if self.on_report is not None:
             self.on_report(report)
+
+
+def nominated_node_of(fwk: Framework, pod: Pod) -> str:
+    """The node ``pod`` is nominated to: the queue's nominator's (current even before the API
+    write of ``nominatedNodeName`` came back), else the pod's own status."""
+    nominator = fwk.handle.nominator
+    node = nominator.node_of(pod) if nominator else None
+    return node or pod.nominated_node_name
 
 
 def _clip(record: FilterRecord, limit: int) -> FilterRecord:

@@ -176,6 +176,7 @@ class EventHandlers:
             self.queue.delete(new)
             return
         if not _spec_changed(old, new):
+            self.queue.update_status(old, new)  # nominatedNodeName: the queue's nominator follows it
             return
         for event in pod_update_events(old, new, UNSCHEDULABLE_POD):
             self.queue.update(old, new, event=event)

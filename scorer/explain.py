@@ -147,13 +147,17 @@ def explain_pod(
             "metrics": metrics.get(name, {}),
         }
     message = result.message if result.selected is None else ""
-    return {
+    out: dict[str, Any] = {
         "pod": pod.key,
         "profile": fwk.profile_name,
         "nodes": nodes,
         "selected": result.selected,
         "message": message,
     }
+    if result.selected is None and result.nominated:
+        # What PostFilter (preemption) would do; nothing is deleted: the recorder is never flushed.
+        out["preemption"] = {"nominatedNode": result.nominated, "victims": [v.key for v in result.victims]}
+    return out
 
 
 def _metrics_by_node(hub: SourceHub, fwk: Framework, batch: NodeBatch) -> dict[str, dict[str, Any]]:
@@ -193,6 +197,9 @@ def format_table(explanation: dict[str, Any]) -> str:
         lines.append(f"selected: {explanation['selected']}  (* marks it; cells are normalized x weight)")
     else:
         lines.append(f"unschedulable: {explanation['message']}")
+    if preemption := explanation.get("preemption"):
+        lines.append(f"preemption would nominate node {preemption['nominatedNode']} and delete "
+                     f"{', '.join(preemption['victims'])}")
     lines.extend(_metrics_table(explanation))
     return "\n".join(lines)
 

@@ -193,6 +193,81 @@ class _Requeue(enum.Enum):
     IMMEDIATELY = "immediately"  # active, skipping backoff (a Pending plugin's event)
 
 
+class Nominator:
+    """Pods nominated to run on a node, by node (kube's PodNominator, ``nominatedPodMap``).
+
+    A pod gets a nominated node when preemption chose that node for it
+    (``add(pod, node)``, recorded by the scheduling cycle at once, before the
+    API write of ``status.nominatedNodeName`` comes back), or when it is
+    queued with ``status.nominatedNodeName`` set (``add(pod)``). The queue
+    keeps it current: an update replaces the pod (keeping an in-memory
+    nomination the update does not know about yet, as kube does), a delete
+    or a binding removes it. Later cycles count a nominated pod on its node
+    for pods of equal or lower priority (``Framework.run_filters``' nominated
+    pass). Pods are keyed by UID (``ns/name`` when the UID is empty).
+    """
+
+    __slots__ = ("_by_node", "_node_of")
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Pod]] = {}  # node -> {pod id: pod}, in nomination order
+        self._node_of: dict[str, str] = {}  # pod id -> node
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+    def __bool__(self) -> bool:
+        return bool(self._node_of)
+
+    def add(self, pod: Pod, node_name: str = "") -> None:
+        """Nominate ``pod`` to ``node_name`` (default: the pod's own ``nominated_node_name``;
+        neither: the pod has no nomination afterwards)."""
+        self.delete(pod)
+        node = node_name or pod.nominated_node_name
+        if not node:
+            return
+        pid = _pod_id(pod)
+        self._node_of[pid] = node
+        self._by_node.setdefault(node, {})[pid] = pod
+
+    def delete(self, pod: Pod) -> None:
+        """``pod`` has no nomination any more (bound, deleted, or its nomination cleared)."""
+        pid = _pod_id(pod)
+        node = self._node_of.pop(pid, None)
+        if node is None:
+            return
+        pods = self._by_node[node]
+        pods.pop(pid, None)
+        if not pods:
+            del self._by_node[node]
+
+    def update(self, old_pod: Pod, new_pod: Pod) -> None:
+        """kube's UpdateNominatedPod: the pod object is replaced; an update that carries no
+        nomination (old and new without one) keeps the nomination made in memory."""
+        node = ""
+        if not old_pod.nominated_node_name and not new_pod.nominated_node_name:
+            node = self._node_of.get(_pod_id(old_pod), "")
+        self.delete(old_pod)
+        self.add(new_pod, node)
+
+    def node_of(self, pod: Pod) -> str | None:
+        """The node ``pod`` is nominated to, or None."""
+        return self._node_of.get(_pod_id(pod))
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        """The pods nominated to ``node_name``, in nomination order."""
+        pods = self._by_node.get(node_name)
+        return list(pods.values()) if pods else []
+
+    def nodes(self) -> list[str]:
+        """The nodes some pod is nominated to."""
+        return list(self._by_node)
+
+
+def _pod_id(pod: Pod) -> str:
+    return pod.uid or pod.key
+
+
 class SchedulingQueue:
     """Holds pending pods and hands them to the scheduling loop in order.
 
@@ -284,6 +359,7 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._scheduling_cycle = 0
         self._active_added = asyncio.Event()
+        self.nominator = Nominator()
 
     # -- reading -------------------------------------------------------------
 
@@ -363,6 +439,7 @@ class SchedulingQueue:
         flight = self._in_flight.get(key)
         if key in self or (flight is not None and not flight.deleted):
             return self.update(None, pod)
+        self.nominator.add(pod)
         return self._move_to_active(QueuedPodInfo(pod, timestamp=self._clock()), POD_ADD)
 
     def update(
@@ -391,6 +468,7 @@ class SchedulingQueue:
         found by ``new_pod.key``. Returns the pool the pod is in afterwards.
         """
         key = new_pod.key
+        self.nominator.update(old_pod if old_pod is not None else new_pod, new_pod)
         flight = self._in_flight.get(key)
         if flight is not None and not flight.deleted:
             flight.latest_pod = new_pod
@@ -426,12 +504,29 @@ class SchedulingQueue:
         An in-flight pod is marked so that its failure does not requeue it.
         """
         key = pod.key
+        self.nominator.delete(pod)
         self._active.remove(key)
         self._backoff.remove(key)
         self._unpark(key)
         self._gated.pop(key, None)
         if (flight := self._in_flight.get(key)) is not None:
             flight.deleted = True
+
+    def update_status(self, old_pod: Pod, new_pod: Pod) -> None:
+        """A pending pod changed only in its status (``nominatedNodeName``, phase): the
+        nominator and the queued pod object follow it; the pod does not move (kube's
+        Update of a pod that ``isPodUpdated`` says did not change)."""
+        self.nominator.update(old_pod, new_pod)
+        key = new_pod.key
+        flight = self._in_flight.get(key)
+        if flight is not None and not flight.deleted:
+            flight.latest_pod = new_pod
+            return
+        for info in (getattr(self._active.get(key), "info", None), getattr(self._backoff.get(key), "info", None),
+                     self._unschedulable.get(key), self._gated.get(key)):
+            if info is not None and info.pod.uid == new_pod.uid:
+                info.pod = new_pod
+                return
 
     # -- the scheduling loop -------------------------------------------------
 

@@ -27,6 +27,7 @@ from scorer.framework.catalog import (
 from scorer.hookspecs import hookimpl
 from scorer.plugins import (
     defaultbinder,
+    defaultpreemption,
     imagelocality,
     interpodaffinity,
     nodeaffinity,
@@ -67,6 +68,7 @@ BUILTIN_PLUGINS = (
     fit,
     podtopologyspread,
     interpodaffinity,
+    defaultpreemption,
     balanced_allocation,
     imagelocality,
     defaultbinder,

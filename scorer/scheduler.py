@@ -129,6 +129,10 @@ class Scheduler:
         self.algorithm = ScheduleAlgorithm(cache, percentage_of_nodes_to_score=percentage_of_nodes_to_score, rng=rng)
         self.cycle = SchedulingCycle(cache, queue, recorder, self.algorithm, metrics=metrics, on_report=on_report)
         self.binding = BindingCycle(self.cycle)
+        for fwk in self.frameworks.values():  # what preemption and the nominated-pods pass use
+            fwk.handle.nominator = queue.nominator
+            fwk.handle.recorder = recorder
+            fwk.handle.rng = self.algorithm.rng
         self.pop_timeout = pop_timeout
         self.stop_grace = stop_grace
         self.yield_interval = yield_interval

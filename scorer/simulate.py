@@ -7,6 +7,14 @@ virtual: when only backing-off pods remain, the clock jumps to the next
 backoff expiry, so retries happen as they would in a cluster without the
 wait. The run is bounded: at most ``max_attempts_per_pod`` attempts per pod,
 then the pod is reported with its last failure.
+
+Preemption: when a pod's PostFilter nominated a node, its victims are
+removed from the in-memory cluster right after that attempt (the recorder
+is flushed), which requeues the preemptor; it is placed on a later attempt.
+Its placement says which pods it preempted and on which nominated node
+(``Placement.preempted``, ``Placement.nominated``, and in ``decided_by``);
+a pod placed earlier in the run and then preempted is reported as not
+placed, naming its preemptor.
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ class Placement:
     decided_by: str
     attempts: int
     message: str = ""
+    preempted: tuple[str, ...] = ()  # pods this pod's preemption deleted
+    nominated: str | None = None  # the node preemption nominated it to
 
 
 @attrs.define(slots=True)
@@ -145,8 +155,21 @@ def simulate(
     # Metric ages and in-flight placements follow the virtual clock too, from the wall time at start
     # (Prometheus sample times are wall times), so a long simulation does not age its snapshot.
     started = time.time()
+    preempted: dict[str, list[str]] = {}  # preemptor -> victims
+    nominated: dict[str, str] = {}  # preemptor -> node
+    preempted_by: dict[str, tuple[str, str]] = {}  # victim -> (preemptor, node)
+
+    def on_report(report: CycleReport) -> None:
+        reports[report.pod.key] = report
+        result = report.result
+        if result is not None and result.selected is None and result.nominated:
+            nominated[report.pod.key] = result.nominated
+            for victim in result.victims:
+                preempted.setdefault(report.pod.key, []).append(victim.key)
+                preempted_by[victim.key] = (report.pod.key, result.nominated)
+
     asm: Assembly = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
-                             clock=clock, on_report=lambda r: reports.__setitem__(r.pod.key, r),
+                             clock=clock, on_report=on_report,
                              metrics_snapshot=metrics_snapshot, metrics_clock=lambda: started + clock.now)
     cache, queue, scheduler = asm.cache, asm.queue, asm.scheduler
     ignored: list[str] = []
@@ -178,6 +201,8 @@ def simulate(
                 queue.flush_backoff_completed()
                 continue
             cycle_seconds += turn.seconds
+            if asm.recorder.pending_deletions:  # preemption's victims leave the cluster now
+                await asm.recorder.flush()
             key = turn.pod.key
             attempts[key] = attempts.get(key, 0) + 1
             if turn.outcome == SKIPPED:
@@ -195,6 +220,13 @@ def simulate(
     for key in order:
         report = reports.get(key)
         n = attempts.get(key, 0)
+        extra = {"preempted": tuple(preempted.get(key, ())), "nominated": nominated.get(key)}
+        if key in preempted_by:
+            preemptor, node = preempted_by[key]
+            unschedulable += 1
+            placements.append(Placement(key, report.profile if report else "", None, None, "", n,
+                                        f"preempted by {preemptor} (nominated to node {node})"))
+            continue
         if report is None:
             placements.append(Placement(key, "", None, None, "", n, "not attempted"))
             continue
@@ -205,14 +237,19 @@ def simulate(
             if result is not None and result.scores is not None and result.selected is not None:
                 names = [cache.table.names[int(r)] for r in result.feasible_rows]
                 score = int(result.scores.totals[names.index(result.selected)])
-            placements.append(Placement(key, report.profile, report.node, score,
-                                        deciding_plugins(result, cache.table), n))
+            decided = deciding_plugins(result, cache.table)
+            if extra["preempted"]:
+                decided += (f"; preempted {', '.join(extra['preempted'])} on nominated node "
+                            f"{extra['nominated']}")
+            placements.append(Placement(key, report.profile, report.node, score, decided, n,
+                                        **extra))  # type: ignore[arg-type]
         else:
             if report.outcome == "error":
                 errors += 1
             else:
                 unschedulable += 1
-            placements.append(Placement(key, report.profile, None, None, "", n, report.message))
+            placements.append(Placement(key, report.profile, None, None, "", n, report.message,
+                                        **extra))  # type: ignore[arg-type]
     warnings = tuple(objects.warnings) + asm.warnings + tuple(asm.sources.source_warnings())
     if terminal:
         warnings += (f"{len(terminal)} pending pod(s) in a terminal phase (Succeeded or Failed) are not "

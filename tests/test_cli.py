@@ -76,6 +76,7 @@ def test_simulate_json(capsys, cluster_file):
     assert by_pod["shop/huge"]["node"] is None
     assert by_pod["shop/huge"]["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert data["summary"]["placed"] == 1 and data["summary"]["unschedulable"] == 1
 
@@ -106,7 +107,8 @@ def test_explain_unschedulable_exits_zero_with_message(capsys, cluster_file):
     assert code == 0
     data = json.loads(out)
     assert data["selected"] is None
-    assert data["message"] == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    assert data["message"] == ("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+                               " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     small = data["nodes"]["small"]["filter"]
     assert small == {"plugin": "NodeResourcesFit", "code": "UnschedulableAndUnresolvable",
                      "reasons": ["Insufficient cpu"]}

@@ -134,3 +134,19 @@ async def test_a_late_unschedulable_condition_does_not_undo_a_binding():
 
 def test_protocol_for_handlers_is_what_the_event_handlers_implement():
     assert issubclass(EventHandlers, ObjectHandlers)
+
+
+async def test_preemption_writes_of_the_in_memory_cluster():
+    victim, pending = make_pod("victim", node_name="n1"), make_pod("pending")
+    cluster = InMemoryCluster([make_node("n1")], [victim, pending], [])
+    await cluster.write_pod_condition(pending, "False", "Unschedulable", "0/1", nominated_node="n1")
+    assert cluster.pods["default/pending"].nominated_node_name == "n1"
+    await cluster.write_pod_condition(pending, "False", "Unschedulable", "0/1")  # None: left as it is
+    assert cluster.pods["default/pending"].nominated_node_name == "n1"
+    await cluster.clear_nominated_node(pending)
+    assert cluster.pods["default/pending"].nominated_node_name == ""
+    await cluster.delete_pod(attrs.evolve(victim, uid="other"))  # another incarnation: left alone
+    assert "default/victim" in cluster.pods
+    await cluster.delete_pod(victim)
+    assert "default/victim" not in cluster.pods and cluster.preempted == ["default/victim"]
+    await cluster.delete_pod(victim)  # already gone: fine

@@ -99,3 +99,43 @@ async def test_run_drains_in_the_background():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+class PreemptingSink(Sink):
+    async def write_pod_condition(self, pod, status, reason, message, nominated_node=None):
+        self.written.append(("condition", pod.key, status, nominated_node))
+
+    async def delete_pod(self, pod):
+        self.written.append(("delete", pod.key))
+
+    async def clear_nominated_node(self, pod):
+        self.written.append(("clear", pod.key))
+
+
+async def test_preemption_writes_are_ordered_and_never_dropped():
+    sink = PreemptingSink()
+    recorder = BufferedRecorder(sink, capacity=1)
+    victim, preemptor, other = make_pod("victim"), make_pod("high"), make_pod("nominated-low")
+    recorder.record(victim, "Normal", "Preempted", "Preempting", "by high")
+    recorder.delete_pod(victim)  # the buffer is full: deletions still go in
+    recorder.clear_nominated_node(other)
+    recorder.set_pod_condition(preemptor, "False", "Unschedulable", "0/1", nominated_node="n1")  # dropped: full
+    assert recorder.pending_deletions == 1 and recorder.dropped == 1
+    await recorder.flush()
+    assert sink.written == [("event", "default/victim", "Preempted", "by high"), ("delete", "default/victim"),
+                            ("clear", "default/nominated-low")]
+    assert recorder.pending_deletions == 0
+    recorder.set_pod_condition(preemptor, "False", "Unschedulable", "0/1", nominated_node="n1")
+    await recorder.flush()
+    recorder.set_pod_condition(preemptor, "False", "Unschedulable", "0/1")
+    await recorder.flush()
+    assert sink.written[-2:] == [("condition", "default/high", "False", "n1"),
+                                 ("condition", "default/high", "False", None)]
+
+
+async def test_a_sink_without_nominations_still_gets_conditions():
+    sink = Sink()  # written before nominated_node existed
+    recorder = BufferedRecorder(sink)
+    recorder.set_pod_condition(make_pod("p"), "False", "Unschedulable", "0/1")
+    await recorder.flush()
+    assert sink.written == [("condition", "default/p", "False", "Unschedulable")] and recorder.failed == 0

@@ -103,9 +103,11 @@ def test_fit_error_message_histogram_is_sorted():
     pod = make_pod("p", cpu="4", memory="64Gi")
     result = asm.scheduler.schedule_pod(fwk, CycleState(), pod)
     assert result.selected is None
-    # n4 is rejected by NodeUnschedulable first; n1, n2 lack cpu and memory; n3 lacks memory.
+    # n4 is rejected by NodeUnschedulable first; n1, n2 lack cpu and memory; n3 lacks memory. Every
+    # node is unresolvable (the requests exceed the nodes' allocatable), so DefaultPreemption says so.
     assert result.message == (
         "0/4 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 3 Insufficient memory."
+        " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
     assert result.unschedulable_plugins == {"NodeUnschedulable", "NodeResourcesFit"}
 

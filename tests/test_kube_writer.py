@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -259,14 +260,20 @@ async def test_nominated_node_name_is_set_and_cleared_with_the_condition(control
         assert client.requests == sent  # nothing changed: nothing sent
         await writer.write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n2")
         assert client.requests == sent + 1 and pod_status(control_plane, "w-nominated")["nominatedNodeName"] == "n2"
-        await writer.write_pod_condition(pod, "False", "Unschedulable", message)  # no longer nominated: cleared
+        # None leaves the nomination as it is (kube's updatePod with no nominated node).
+        await writer.write_pod_condition(pod, "False", "Unschedulable", "other")
+        assert pod_status(control_plane, "w-nominated")["nominatedNodeName"] == "n2"
+        await writer.write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="")  # cleared
         status = pod_status(control_plane, "w-nominated")
         assert "nominatedNodeName" not in status and status["conditions"][0]["message"] == message
         # A writer that did not set it (another replica, a restart) clears what the pod was read with.
         await ApiWriter(client).write_pod_condition(pod, "False", "Unschedulable", message, nominated_node="n3")
         read = pod_from_dict(json.loads(control_plane.request("GET", "/api/v1/namespaces/default/pods/w-nominated")[1]))
         assert read.nominated_node_name == "n3"
-        await ApiWriter(client).write_pod_condition(read, "False", "Unschedulable", "changed")
+        await ApiWriter(client).write_pod_condition(read, "False", "Unschedulable", "changed", nominated_node="")
+        assert "nominatedNodeName" not in pod_status(control_plane, "w-nominated")
+        await ApiWriter(client).write_pod_condition(read, "False", "Unschedulable", message, nominated_node="n4")
+        await ApiWriter(client).clear_nominated_node(attrs.evolve(read, nominated_node_name="n4"))
         assert "nominatedNodeName" not in pod_status(control_plane, "w-nominated")
 
 
@@ -299,3 +306,18 @@ async def test_what_the_writer_remembers_is_bounded_and_forgotten(control_plane,
         writer.forget(pods[1].key)
         await writer.write_pod_condition(pods[1], "False", "Unschedulable", "late")
         assert client.requests == sent + 1
+
+
+@kube
+async def test_delete_pod_matches_the_uid_and_accepts_a_pod_already_gone(control_plane) -> None:
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client)
+        assert isinstance(writer, ClusterWriter)
+        pod = new_pod(control_plane, "w-victim")
+        await writer.delete_pod(attrs.evolve(pod, uid="another-uid"))  # 409: a re-created pod is left alone
+        status, _ = control_plane.request("GET", "/api/v1/namespaces/default/pods/w-victim")
+        assert status == 200
+        await writer.delete_pod(pod)  # unbound: no kubelet to wait for, it is gone at once
+        status, _ = control_plane.request("GET", "/api/v1/namespaces/default/pods/w-victim")
+        assert status == 404
+        await writer.delete_pod(pod)  # 404: already gone, fine

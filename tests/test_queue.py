@@ -40,6 +40,7 @@ class FakePod:
     scheduling_gates: tuple[str, ...] = ()
     resource_version: str = "1"
     scheduler_name: str = "default-scheduler"
+    nominated_node_name: str = ""
 
     @property
     def key(self) -> str:

@@ -84,7 +84,8 @@ def test_simulated_burst_places_every_pod_and_respects_capacity():
     assert per_node == {"n0": 4, "n1": 4, "n2": 4}
     failures = [e for e in cluster.events if e.reason == "FailedScheduling"]
     assert len(failures) == 2
-    assert failures[0].note == "0/3 nodes are available: 3 Insufficient cpu."
+    assert failures[0].note == ("0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                                "available: 3 No preemption victims found for incoming pod.")
     assert asm.queue.pending_counts()["unschedulable"] == 2
     assert {e.reason for e in cluster.events} == {"Scheduled", "FailedScheduling"}
 

@@ -14,7 +14,8 @@ DefaultBinder calls it from the binding cycle). An ``EventRecorder`` takes
 Events and PodScheduled conditions from the scheduling and binding cycles
 without doing I/O: it only enqueues; a background drain writes them to an
 ``EventSink``. A ``ClusterWriter`` is what the assembly takes: a Binder that
-is also an EventSink (the in-memory cluster, or the API client).
+is also an EventSink (the in-memory cluster, or the API client), and deletes
+preemption victims (``delete_pod``, enqueued by the recorder like the rest).
 """
 
 from __future__ import annotations
@@ -55,13 +56,23 @@ class EventSink(Protocol):
     async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
         """An Event regarding ``pod`` (``type_`` Normal or Warning; kube's reason, action and note)."""
 
-    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
-        """Set the pod's ``PodScheduled`` condition (status ``"False"`` on failures)."""
+    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
+                                  nominated_node: str | None = None) -> None:
+        """Set the pod's ``PodScheduled`` condition (status ``"False"`` on failures) and, unless
+        ``nominated_node`` is None, its ``status.nominatedNodeName`` (``""`` clears it)."""
 
 
 @runtime_checkable
 class ClusterWriter(Binder, EventSink, Protocol):
-    """What the scheduler writes to a cluster: bindings, Events and pod conditions."""
+    """What the scheduler writes to a cluster: bindings, Events, pod conditions, and what
+    preemption does (victims deleted, nominations of other pods cleared)."""
+
+    async def delete_pod(self, pod: Pod) -> None:
+        """Delete ``pod`` (a preemption victim), matched by UID, with its own grace period, as
+        kube-scheduler does; a pod already gone (or re-created) is fine."""
+
+    async def clear_nominated_node(self, pod: Pod) -> None:
+        """Clear ``status.nominatedNodeName`` of ``pod`` (its node was taken by a preemptor)."""
 
 
 @runtime_checkable
@@ -77,7 +88,14 @@ class EventRecorder(Protocol):
 
     def record(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None: ...
 
-    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
+    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
+                          nominated_node: str | None = None) -> None: ...
+
+    def delete_pod(self, pod: Pod) -> None:
+        """Preemption: delete the victim ``pod`` (in order with the other writes)."""
+
+    def clear_nominated_node(self, pod: Pod) -> None:
+        """Preemption: clear the nomination of a lower-priority pod."""
 
     async def flush(self) -> None: ...
 

@@ -53,6 +53,7 @@ class InMemoryCluster:
         self.events: list[Event] = []
         self.conditions: dict[str, PodCondition] = {}
         self.binds = 0
+        self.preempted: list[str] = []  # victims deleted by delete_pod, in order
         self._handlers: ObjectHandlers | None = None
         self._synced = asyncio.Event()
 
@@ -80,11 +81,34 @@ class InMemoryCluster:
     async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
         self.events.append(Event(pod.key, type_, reason, action, note))
 
-    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
+    async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
+                                  nominated_node: str | None = None) -> None:
         current = self.pods.get(pod.key)
         if current is not None and current.node_name and status != "True":
             return  # written after the pod was bound: the binding's PodScheduled=True stands
         self.conditions[pod.key] = PodCondition("PodScheduled", status, reason, message)
+        if nominated_node is not None:
+            self._set_nominated_node(pod, nominated_node)
+
+    # -- preemption (ClusterWriter) ------------------------------------------------
+    async def delete_pod(self, pod: Pod) -> None:
+        """Delete a preemption victim at once (no kubelet here: no grace period); a pod
+        already gone or re-created under the same name is left alone."""
+        current = self.pods.get(pod.key)
+        if current is not None and (not pod.uid or current.uid == pod.uid):
+            self.preempted.append(pod.key)
+            self.delete(current)
+
+    async def clear_nominated_node(self, pod: Pod) -> None:
+        self._set_nominated_node(pod, "")
+
+    def _set_nominated_node(self, pod: Pod, node: str) -> None:
+        """``status.nominatedNodeName`` of the pending pod, as an API status patch would set it."""
+        current = self.pods.get(pod.key)
+        if current is None or current.node_name or (pod.uid and current.uid != pod.uid):
+            return
+        if current.nominated_node_name != node:
+            self.apply(attrs.evolve(current, nominated_node_name=node))
 
     # -- ClusterSource --------------------------------------------------------
     def start(self, handlers: ObjectHandlers) -> None:

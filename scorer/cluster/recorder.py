@@ -5,6 +5,9 @@ a bounded in-memory buffer and return: no I/O, no await. ``run`` drains the
 buffer to the sink in the background, in order; ``flush`` drains it now.
 When the buffer is full, new entries are dropped and counted (``dropped``)
 rather than blocking the cycle; kube's event broadcaster drops the same way.
+Preemption's writes (``delete_pod`` of a victim, ``clear_nominated_node``)
+are never dropped: a preemptor waits for its victims to go. They are written
+in order with the rest, by the sink's ``delete_pod`` / ``clear_nominated_node``.
 A write the sink fails is logged and counted (``failed``); the drain goes on.
 """
 
@@ -26,6 +29,10 @@ DEFAULT_CAPACITY = 10_000  # entries waiting to be written
 
 _EVENT = 0
 _CONDITION = 1
+_DELETE = 2
+_CLEAR_NOMINATION = 3
+_WHAT = {_EVENT: "an event", _CONDITION: "the PodScheduled condition", _DELETE: "the deletion",
+         _CLEAR_NOMINATION: "the cleared nominatedNodeName"}
 
 
 class BufferedRecorder:
@@ -37,7 +44,8 @@ class BufferedRecorder:
         self.dropped = 0
         self.failed = 0
         self._dropping = False
-        self._buffer: collections.deque[tuple[int, Pod, tuple[str, ...]]] = collections.deque()
+        self._buffer: collections.deque[tuple[int, Pod, tuple[str | None, ...]]] = collections.deque()
+        self.pending_deletions = 0  # victims enqueued and not yet deleted
         self._lock = asyncio.Lock()  # one drain at a time keeps the writes in order
         self._wake: asyncio.Event | None = None
 
@@ -49,11 +57,19 @@ class BufferedRecorder:
     def record(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
         self._put((_EVENT, pod, (type_, reason, action, note)))
 
-    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
-        self._put((_CONDITION, pod, (status, reason, message)))
+    def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
+                          nominated_node: str | None = None) -> None:
+        self._put((_CONDITION, pod, (status, reason, message, nominated_node)))
 
-    def _put(self, entry: tuple[int, Pod, tuple[str, ...]]) -> None:
-        if len(self._buffer) >= self.capacity:
+    def delete_pod(self, pod: Pod) -> None:
+        self.pending_deletions += 1
+        self._put((_DELETE, pod, ()), always=True)
+
+    def clear_nominated_node(self, pod: Pod) -> None:
+        self._put((_CLEAR_NOMINATION, pod, ()), always=True)
+
+    def _put(self, entry: tuple[int, Pod, tuple[str | None, ...]], *, always: bool = False) -> None:
+        if len(self._buffer) >= self.capacity and not always:
             if not self._dropping:
                 self._dropping = True
                 log.warning("event buffer full (%d entries): dropping events until the sink catches up",
@@ -72,13 +88,22 @@ class BufferedRecorder:
                 kind, pod, args = buffer.popleft()
                 try:
                     if kind == _EVENT:
-                        await self.sink.write_event(pod, *args)
+                        await self.sink.write_event(pod, *args)  # type: ignore[arg-type]
+                    elif kind == _CONDITION:
+                        status, reason, message, nominated = args
+                        if nominated is None:  # sinks written before nominations keep working
+                            await self.sink.write_pod_condition(pod, status, reason, message)  # type: ignore[arg-type]
+                        else:
+                            await self.sink.write_pod_condition(pod, status, reason, message,  # type: ignore[arg-type]
+                                                                nominated_node=nominated)
+                    elif kind == _DELETE:
+                        self.pending_deletions -= 1
+                        await self.sink.delete_pod(pod)  # type: ignore[attr-defined]
                     else:
-                        await self.sink.write_pod_condition(pod, *args)
+                        await self.sink.clear_nominated_node(pod)  # type: ignore[attr-defined]
                 except Exception as exc:
                     self.failed += 1
-                    log.warning("writing %s for pod %s failed: %s: %s",
-                                "an event" if kind == _EVENT else "the PodScheduled condition",
+                    log.warning("writing %s for pod %s failed: %s: %s", _WHAT[kind],
                                 pod.key, type(exc).__name__, exc)
             if self._dropping:
                 self._dropping = False

@@ -29,10 +29,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import itertools
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 import attrs
 import numpy as np
@@ -51,6 +53,7 @@ from scorer.framework.interface import (
     Plugin,
     PostFilterPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
@@ -72,6 +75,7 @@ from scorer.framework.unsupported import UnsupportedConstraints
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.sources.hub import SourceHub
+from scorer.state.nodeinfo import NodeInfo
 from scorer.state.nodetable import NodeTable
 
 logger = logging.getLogger(__name__)
@@ -94,6 +98,44 @@ PERMIT = "Permit"
 PRE_BIND = "PreBind"
 BIND = "Bind"
 POST_BIND = "PostBind"
+PRE_FILTER_EXTENSION = "PreFilterExtension"
+# CycleState key where a PostFilter plugin that nominated a node leaves the pods it preempts there.
+PREEMPTION_VICTIMS = "PostFilterPreemptionVictims"
+
+_ROW_ZERO = np.zeros(1, dtype=np.int64)
+_ROW_ZERO.flags.writeable = False
+_SCRATCH_LAYOUTS = itertools.count(1 << 40)  # layout versions no real table reaches
+
+
+def scratch_table(table: NodeTable, rows: np.ndarray) -> NodeTable:
+    """A private copy of ``rows`` of ``table`` (nodes, their pods and columns), to add and
+    remove pods on without touching the cache: the nominated-pods pass and preemption's
+    "what if" run the filters on it. Its ``layout_version`` is unique, so caches keyed
+    by (table id, layout version) never mistake it for another table."""
+    n = len(rows)
+    out = NodeTable(capacity=max(n, 1))
+    out.resource_names = list(table.resource_names)
+    out.resource_index = dict(table.resource_index)
+    width = len(out.resource_names)
+    out.allocatable = np.zeros((max(n, 1), width), dtype=np.int64)
+    out.requested = np.zeros((max(n, 1), width), dtype=np.int64)
+    out.non_zero_requested = np.zeros((max(n, 1), 2), dtype=np.int64)
+    out.unschedulable = np.zeros(max(n, 1), dtype=bool)
+    out.taint_set = np.zeros(max(n, 1), dtype=np.int32)
+    out.allocatable[:n] = table.allocatable[rows]
+    out.requested[:n] = table.requested[rows]
+    out.non_zero_requested[:n] = table.non_zero_requested[rows]
+    out.unschedulable[:n] = table.unschedulable[rows]
+    out.taint_set[:n] = table.taint_set[rows]
+    out.taint_sets = list(table.taint_sets)
+    out._taint_set_ids = dict(table._taint_set_ids)
+    picked = rows.tolist()
+    out.names = [table.names[r] for r in picked]
+    out.nodes = [table.nodes[r] for r in picked]
+    out.pods = [dict(table.pods[r]) for r in picked]
+    out.index = {name: i for i, name in enumerate(out.names)}
+    out.layout_version = next(_SCRATCH_LAYOUTS)
+    return out
 
 
 class WaitingPod:
@@ -127,6 +169,22 @@ class WaitingPod:
         return self.rejection if self.rejection is not None else Status()
 
 
+class PodNominator(Protocol):
+    """What the framework reads of the queue's nominator (``scorer.queue.Nominator``)."""
+
+    def __bool__(self) -> bool: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
+    def nodes(self) -> list[str]: ...
+
+    def node_of(self, pod: Pod) -> str | None: ...
+
+    def add(self, pod: Pod, node_name: str = "") -> None: ...
+
+    def delete(self, pod: Pod) -> None: ...
+
+
 @attrs.define(slots=True)
 class Handle:
     """What a plugin factory gets besides its args: the cluster and the profile.
@@ -135,6 +193,13 @@ class Handle:
     pod (``await binder.bind(pod, node_name)``); ``sources`` is the hub of
     metric inputs that metric-driven plugins read (None where the caller
     provides none); ``metrics`` the app's own Prometheus metrics.
+
+    Set by the Scheduler for the profiles it runs (None when a plugin runs
+    alone, in tests): ``nominator``, the queue's pods nominated to nodes
+    (kube's PodNominator); ``recorder``, the EventRecorder (Events, pod
+    status writes and victim deletions, enqueued without I/O); ``rng``, the
+    scheduler's random source. ``framework`` is the profile's Framework
+    (kube's PreemptHandle: filters on scratch nodes, PreFilter extensions).
     """
 
     cache: ClusterCache
@@ -143,6 +208,10 @@ class Handle:
     sources: SourceHub | None = None
     metrics: SchedulerMetrics | None = None
     waiting_pods: dict[str, WaitingPod] = attrs.Factory(dict)  # by pod key
+    nominator: PodNominator | None = None
+    recorder: Any = None
+    rng: random.Random | None = None
+    framework: Framework | None = None
 
 
 @attrs.frozen(slots=True)
@@ -220,6 +289,8 @@ class Framework:
         self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
         self.weights: dict[str, int] = dict(profile.weights)
         self.handle = handle
+        if handle.framework is None:
+            handle.framework = self
         self.plugins: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
         # Pods with hard constraints that no plugin of this profile evaluates are not placed.
@@ -239,6 +310,10 @@ class Framework:
         self.queue_sort = next(iter(cast(list[QueueSortPlugin], self.points.get("queueSort", []))), None)
         self.pre_enqueue_plugins = cast(list[PreEnqueuePlugin], self.points.get("preEnqueue", []))
         self.pre_filter_plugins = cast(list[PreFilterPlugin], self.points.get("preFilter", []))
+        # PreFilter plugins whose state counts other pods (AddPod/RemovePod extensions).
+        self.pre_filter_extensions = [cast(PreFilterExtensions, p) for p in self.pre_filter_plugins
+                                      if callable(getattr(p, "add_pod", None))
+                                      and callable(getattr(p, "remove_pod", None))]
         self.filter_plugins = cast(list[FilterPlugin], self.points.get("filter", []))
         self.post_filter_plugins = cast(list[PostFilterPlugin], self.points.get("postFilter", []))
         self.pre_score_plugins = cast(list[PreScorePlugin], self.points.get("preScore", []))
@@ -389,6 +464,89 @@ class Framework:
             positions = np.flatnonzero(alive)  # the next plugin sees the nodes still alive
             batch = NodeBatch(table, rows[positions])
         return FilterOutcome(alive, tuple(records))
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, table: NodeTable,
+                                        rows: np.ndarray) -> FilterOutcome:
+        """kube's RunFilterPluginsWithNominatedPods over a batch: ``run_filters``, then, for
+        the nodes still alive that have nominated pods of priority >= the pod's (other
+        than the pod itself), the filters again with those pods added to a scratch copy
+        of the node and to a clone of ``state`` (PreFilter ``add_pod`` extensions). A
+        node passes only if both passes do. Nodes without such pods take no extra
+        work, and without nominations this is ``run_filters``."""
+        outcome = self.run_filters(state, pod, table, rows)
+        nominator = self.handle.nominator
+        if outcome.error is not None or not nominator or not len(rows):
+            return outcome
+        nominated_rows = [row for row in (table.index.get(name) for name in nominator.nodes()) if row is not None]
+        if not nominated_rows:
+            return outcome
+        candidates = np.flatnonzero(np.isin(rows, nominated_rows) & outcome.alive)
+        if not len(candidates):
+            return outcome
+        alive = outcome.alive
+        records = list(outcome.records)
+        me = pod.uid or pod.key
+        for pos in candidates.tolist():
+            row = int(rows[pos])
+            added = [p for p in nominator.nominated_pods_for_node(table.names[row])
+                     if p.priority >= pod.priority and (p.uid or p.key) != me]
+            if not added:
+                continue
+            extra = self._filter_with_pods_added(state, pod, table, row, added)
+            if extra.error is not None:
+                return FilterOutcome(alive, tuple(records), extra.error)
+            if extra.alive[0]:
+                continue
+            if alive is outcome.alive:
+                alive = alive.copy()
+            alive[pos] = False
+            position = np.array([pos], dtype=np.int64)
+            records.extend(attrs.evolve(record, positions=position) for record in extra.records)
+        if alive is outcome.alive:
+            return outcome
+        return FilterOutcome(alive, tuple(records))
+
+    def _filter_with_pods_added(self, state: CycleState, pod: Pod, table: NodeTable, row: int,
+                                added: list[Pod]) -> FilterOutcome:
+        """The filters on a scratch copy of one node with ``added`` pods on it (kube's addNominatedPods)."""
+        scratch = scratch_table(table, np.array([row], dtype=np.int64))
+        name = scratch.names[0]
+        extended = state.clone()
+        extensions = self.active_pre_filter_extensions(state)
+        for other in added:
+            scratch.add_pod(other, name)
+            if extensions:
+                status = self.run_pre_filter_extension_add_pod(extended, pod, other, scratch.node_info(0))
+                if not status.is_success():
+                    return FilterOutcome(np.zeros(1, dtype=bool), (), status)
+        return self.run_filters(extended, pod, scratch, _ROW_ZERO)
+
+    def active_pre_filter_extensions(self, state: CycleState) -> list[PreFilterExtensions]:
+        """The PreFilter plugins with AddPod/RemovePod extensions whose Filter runs this cycle."""
+        skipped = state.skip_filter_plugins
+        return [p for p in self.pre_filter_extensions if p.name not in skipped] if skipped else \
+            self.pre_filter_extensions
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod,
+                                         node: NodeInfo) -> Status:
+        """kube's RunPreFilterExtensionAddPod: every active extension's ``add_pod``, in order;
+        a failure is an Error naming the plugin."""
+        return self._run_extension("AddPod", "add_pod", state, pod, pod_to_add, node)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod,
+                                            node: NodeInfo) -> Status:
+        """kube's RunPreFilterExtensionRemovePod (see ``run_pre_filter_extension_add_pod``)."""
+        return self._run_extension("RemovePod", "remove_pod", state, pod, pod_to_remove, node)
+
+    def _run_extension(self, what: str, method: str, state: CycleState, pod: Pod, other: Pod,
+                       node: NodeInfo) -> Status:
+        for plugin in self.active_pre_filter_extensions(state):
+            _, status = self._call(PRE_FILTER_EXTENSION + what, plugin, False, getattr(plugin, method),
+                                   (state, pod, other, node), _to_status)
+            if not status.is_success():
+                return Status.error(f'error while running {what} for plugin "{plugin.name}" while scheduling '
+                                    f'pod "{pod.key}": {status.message()}', plugin.name)
+        return SUCCESS
 
     @_extension_point(POST_FILTER, "postFilter", lambda result: result[1])
     def run_post_filter(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[str | None, Status]:

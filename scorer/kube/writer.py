@@ -34,9 +34,13 @@ real cluster (reference §7, §8.1):
   registry given (the app's; without one it is exported nowhere).
 * ``write_pod_condition``: a strategic-merge patch of ``pods/status`` with
   ``PodScheduled`` and ``nominatedNodeName`` (set when preemption nominated a
-  node, cleared with null when the pod had one and no longer has), sent only
+  node, cleared with null when asked with ``""``, untouched when None), sent only
   when the condition or the nomination differs from what this writer wrote
   last for that pod, and never ``False`` for a pod it bound.
+
+* ``delete_pod`` (a preemption victim): ``DELETE pods/{name}`` with a UID
+  precondition and the pod's own grace period; 404/409 = already gone.
+  ``clear_nominated_node``: ``nominatedNodeName: null`` in a status patch.
 
 What the writer remembers (conditions written, pods bound, series, per-pod
 buckets) is bounded: least recently used entries go first, series also
@@ -300,14 +304,14 @@ class ApiWriter:
                                   nominated_node: str | None = None) -> None:
         if status == "False" and self._bound.get(pod.key) == pod.uid:
             return  # written after this writer bound the pod: the binding set PodScheduled=True
-        nominated = nominated_node or ""
-        wanted = (pod.uid, status, reason, message, nominated)
         previous = self._conditions.get(pod.key)
+        # The nomination the pod has: the one this writer wrote last, else the one the pod was read with.
+        current = previous[4] if previous is not None and previous[0] == pod.uid else pod.nominated_node_name
+        nominated = current if nominated_node is None else nominated_node  # None: leave it as it is
+        wanted = (pod.uid, status, reason, message, nominated)
         if previous == wanted:
             self._conditions.move_to_end(pod.key)
             return
-        # The nomination the pod has: the one this writer wrote last, else the one the pod was read with.
-        current = previous[4] if previous is not None and previous[0] == pod.uid else pod.nominated_node_name
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         pod_status: dict[str, object] = {"conditions": [{
             "type": CONDITION_TYPE, "status": status, "reason": reason, "message": message, "lastProbeTime": None,
@@ -321,6 +325,37 @@ class ApiWriter:
             return  # the pod is gone: nothing to tell
         _check(response, f"PodScheduled condition of {pod.key}")
         _remember(self._conditions, pod.key, wanted, self.max_pods)
+
+    # --- preemption ----------------------------------------------------------------------------
+
+    async def delete_pod(self, pod: Pod) -> None:
+        """DELETE the victim with its UID as precondition and no grace period override (as
+        kube-scheduler: the pod terminates with its own terminationGracePeriodSeconds). 404
+        (gone) and 409 (re-created: another UID) mean there is nothing left to delete."""
+        body: dict[str, object] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if pod.uid:
+            body["preconditions"] = {"uid": pod.uid}
+        response = await self.client.request("DELETE", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}",
+                                             body=body)
+        if response.status in (404, 409):
+            return
+        _check(response, f"deleting preempted pod {pod.key}")
+
+    async def clear_nominated_node(self, pod: Pod) -> None:
+        """A strategic-merge patch of ``pods/status`` removing ``nominatedNodeName`` (kube's
+        ClearNominatedNodeName); nothing is sent when the pod has none as far as this writer knows."""
+        previous = self._conditions.get(pod.key)
+        current = previous[4] if previous is not None and previous[0] == pod.uid else pod.nominated_node_name
+        if not current:
+            return
+        response = await self.client.request("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                                             body={"status": {"nominatedNodeName": None}},
+                                             content_type=STRATEGIC_MERGE_PATCH)
+        if response.status == 404:
+            return
+        _check(response, f"clearing nominatedNodeName of {pod.key}")
+        if previous is not None and previous[0] == pod.uid:
+            self._conditions[pod.key] = (*previous[:4], "")
 
     def forget(self, pod_key: str) -> None:
         """A deleted pod: drop what this writer remembers of it (its series expire on their own)."""

@@ -258,7 +258,8 @@ def test_simulate_places_annotated_pods_on_labelled_nodes():
     assert stuck.node is None
     assert stuck.message == (
         "0/3 nodes are available: 3 node(s) didn't have label network-topology=infiniband "
-        "requested by pod annotation my-network-preference."
+        "requested by pod annotation my-network-preference. preemption: 0/3 nodes are available: "
+        "3 No preemption victims found for incoming pod."
     )
     # Not retried on unrelated events (another pod bound): it waits for a node event.
     assert stuck.attempts == 1

@@ -1,0 +1,438 @@
+"""DefaultPreemption: the PostFilter that makes room for a pod that fits nowhere by
+evicting lower-priority pods (kube's ``defaultpreemption``, reference §9).
+
+When no node passed Filter, for a pod that may preempt (``preemptionPolicy``
+is not ``Never``; and if it is already nominated to a node where a
+lower-priority pod is terminating, it waits for that pod instead):
+
+1. Potential nodes: those whose Filter status was not
+   UnschedulableAndUnresolvable (removing pods cannot help the others).
+2. Dry run, from a random offset over the potential nodes, until
+   ``max(n * minCandidateNodesPercentage / 100, minCandidateNodesAbsolute)``
+   (capped at n) candidates are found, at least one without PDB violations.
+   On a node: remove every pod of lower priority (PreFilter ``remove_pod``
+   extensions update the cycle state); if the pod still does not fit, the
+   node is no candidate. Else reprieve the removed pods, most important
+   first (priority desc, then earlier start time), those whose eviction
+   would violate a PodDisruptionBudget first: a pod whose return keeps the
+   pod fitting stays; the others are the victims. A PDB is violated when its
+   ``disruptionsAllowed`` would drop below 0 (pods listed in its
+   ``disruptedPods`` are not counted again).
+3. Pick one node (``pick_one_node``): fewest PDB violations; then the lowest
+   highest-victim priority; then the smallest sum of (priority + 2^31);
+   then the fewest victims; then the latest of the earliest start times of
+   each node's highest-priority victims; then the first.
+4. Prepare: every victim is deleted (enqueued on the recorder, written in
+   order by the cluster writer, no I/O in the cycle) with a ``Preempted``
+   Event ("Preempted by pod <uid> on node <node>"); a victim waiting at
+   Permit is rejected; lower-priority pods nominated to that node lose their
+   nomination. The pod is nominated to the node (the cycle records it in the
+   queue's nominator and in ``status.nominatedNodeName``) and retried when
+   the victims are gone.
+
+Without a candidate the status is ``preemption: 0/N nodes are available:
+...`` over the nodes looked at ("Preemption is not helpful for scheduling"
+for unresolvable ones, "No preemption victims found for incoming pod" for
+nodes without lower-priority pods, the Filter reason for nodes where
+removing them does not help), and the pod's nomination is cleared.
+
+Vectorized: when no PreFilter extension keeps state for this pod (the
+plain resource case), a window of nodes is copied into one scratch
+NodeTable and each step (remove everything, then reprieve the k-th pod of
+every node) is one batched Filter call over all the nodes of the window;
+with such state (pod affinity, topology spread) each node gets its own
+cloned cycle state and scratch row. Messages follow kube >= 1.22 (the
+``preemption:`` text and victims sorted by importance); the rest is 1.20.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterOutcome, scratch_table
+from scorer.framework.status import Code, Status
+
+if TYPE_CHECKING:
+    from scorer.framework.catalog import PluginRegistry
+    from scorer.framework.cycle_state import CycleState
+    from scorer.framework.runtime import Framework, Handle
+    from scorer.model import Pod, PodDisruptionBudget
+    from scorer.state.nodetable import NodeTable
+
+NAME = "DefaultPreemption"
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_PREFIX = "preemption: "
+MAX_INT32 = 2**31 - 1
+_NOT_STARTED = datetime.datetime.max.replace(tzinfo=datetime.UTC)  # kube: a pod without startTime counts as now
+
+
+@attrs.frozen(slots=True)
+class DefaultPreemptionArgs:
+    """Args of DefaultPreemption (kubescheduler.config.k8s.io/v1), kube's defaults."""
+
+    min_candidate_nodes_percentage: int = attrs.field(default=10, metadata={"bits": 32})
+    min_candidate_nodes_absolute: int = attrs.field(default=100, metadata={"bits": 32})
+
+    def validate(self) -> list[tuple[str, str]]:
+        """kube's ValidateDefaultPreemptionArgs."""
+        errors: list[tuple[str, str]] = []
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if not 0 <= pct <= 100:
+            errors.append(("minCandidateNodesPercentage", f"Invalid value: {pct}: not in valid range [0, 100]"))
+        if absolute < 0:
+            errors.append(("minCandidateNodesAbsolute", f"Invalid value: {absolute}: not in valid range [0, inf)"))
+        if pct == 0 and absolute == 0:
+            errors.append(("minCandidateNodesPercentage",
+                           "Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute"))
+            errors.append(("minCandidateNodesAbsolute",
+                           "Invalid value: 0: cannot be zero at the same time as minCandidateNodesPercentage"))
+        return errors
+
+
+@attrs.frozen(slots=True)
+class Candidate:
+    """A node where preemption would make the pod fit: the victims, most important first."""
+
+    node: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int = 0
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def post_filter(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[str | None, Status]:
+        metrics = self.handle.metrics
+        candidate, status = self.preempt(state, pod, statuses)
+        if candidate is None:
+            if metrics is not None:
+                metrics.preemption_attempts.inc()
+            return None, status
+        self.prepare_candidate(candidate, pod)
+        if metrics is not None:
+            metrics.observe_preemption(len(candidate.victims))
+        state.write(PREEMPTION_VICTIMS, candidate.victims)
+        return candidate.node, Status()
+
+    # -- the algorithm, without side effects ------------------------------------------------
+    def preempt(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[Candidate | None, Status]:
+        """The chosen candidate, or None and the Unschedulable status saying why."""
+        nominated = self._nominated_node(pod)
+        ok, message = self.eligible(pod, nominated, statuses)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, (MSG_PREFIX + message,))
+        candidates, node_statuses = self.find_candidates(state, pod, statuses)
+        if not candidates:
+            if nominated:
+                self._clear_nomination(pod)
+            return None, Status(Code.UNSCHEDULABLE, (MSG_PREFIX + fit_error(node_statuses),))
+        return select_candidate(candidates), Status()
+
+    def eligible(self, pod: Pod, nominated: str, statuses: dict[str, Status]) -> tuple[bool, str]:
+        """kube's PodEligibleToPreemptOthers."""
+        if pod.preemption_policy == "Never":
+            return False, MSG_POLICY_NEVER
+        if nominated:
+            status = statuses.get(nominated)
+            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            table = self.handle.cache.table
+            row = table.index.get(nominated)
+            if row is not None and any(p.deleting and p.priority < pod.priority for p in table.pods[row].values()):
+                return False, MSG_TERMINATING
+        return True, ""
+
+    def num_candidates(self, num_nodes: int) -> int:
+        """kube's calculateNumCandidates."""
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def find_candidates(self, state: CycleState, pod: Pod,
+                        statuses: dict[str, Status]) -> tuple[list[Candidate], dict[str, Status]]:
+        """The candidates of the dry run (those without PDB violations first) and the status of
+        every node looked at that is no candidate."""
+        table = self.handle.cache.table
+        node_statuses: dict[str, Status] = {}
+        potential: list[int] = []
+        for row, name in enumerate(table.names):
+            status = statuses.get(name)
+            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                node_statuses[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NOT_HELPFUL,), NAME)
+            else:
+                potential.append(row)
+        if not potential:
+            return [], node_statuses
+        rng = self.handle.rng or random
+        offset = rng.randrange(len(potential))
+        wanted = self.num_candidates(len(potential))
+        order = np.array(potential[offset:] + potential[:offset], dtype=np.int64)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        fwk = self._framework()
+        per_node = bool(fwk.active_pre_filter_extensions(state))
+        pos, size = 0, max(wanted, 1)
+        while pos < len(order):
+            window = order[pos: pos + size]
+            if per_node:  # PreFilter state counts pods across nodes: one state clone per node
+                results = [r for row in window.tolist()
+                           for r in select_victims(fwk, state.clone(), pod, table, np.array([row]), self._budgets)]
+            else:
+                results = select_victims(fwk, state, pod, table, window, self._budgets)
+            for name, victims, violations, status in results:
+                if status is not None:
+                    node_statuses[name] = status
+                    continue
+                group = non_violating if violations == 0 else violating
+                if len(group) < wanted:
+                    group.append(Candidate(name, victims, violations))
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    return non_violating + violating, node_statuses
+            pos += len(window)
+            size *= 2
+        return non_violating + violating, node_statuses
+
+    # -- side effects -------------------------------------------------------------------------
+    def prepare_candidate(self, candidate: Candidate, pod: Pod) -> None:
+        """kube's PrepareCandidate: delete the victims (with their Preempted Events), reject
+        the ones waiting at Permit, clear lower-priority nominations on the node."""
+        recorder = self.handle.recorder
+        for victim in candidate.victims:
+            if recorder is not None:
+                recorder.delete_pod(victim)
+            waiting = self.handle.waiting_pods.get(victim.key)
+            if waiting is not None:
+                waiting.reject(NAME, "preempted")
+            if recorder is not None:
+                recorder.record(victim, "Normal", "Preempted", "Preempting",
+                                f"Preempted by pod {pod.uid} on node {candidate.node}")
+        nominator = self.handle.nominator
+        if nominator:
+            for other in nominator.nominated_pods_for_node(candidate.node):
+                if other.priority < pod.priority:
+                    nominator.delete(other)
+                    if recorder is not None:
+                        recorder.clear_nominated_node(other)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _framework(self) -> Framework:
+        fwk = self.handle.framework
+        if fwk is None:
+            raise RuntimeError("DefaultPreemption needs handle.framework (built by a Framework)")
+        return fwk
+
+    def _nominated_node(self, pod: Pod) -> str:
+        nominator = self.handle.nominator
+        node = nominator.node_of(pod) if nominator else None
+        return node or pod.nominated_node_name
+
+    def _clear_nomination(self, pod: Pod) -> None:
+        if self.handle.nominator:
+            self.handle.nominator.delete(pod)
+        if self.handle.recorder is not None:
+            self.handle.recorder.clear_nominated_node(pod)
+
+    def _budgets(self, namespace: str) -> list[PodDisruptionBudget]:
+        return self.handle.cache.workloads.budgets_for(namespace)
+
+
+# -- dry run on scratch nodes -------------------------------------------------------------------
+
+# (node, victims, PDB violations, status): status None = a candidate
+NodeResult = tuple[str, tuple["Pod", ...], int, "Status | None"]
+
+
+def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray,
+                   budgets: Callable[[str], list[PodDisruptionBudget]]) -> list[NodeResult]:
+    """kube's selectVictimsOnNode for every node of ``rows`` at once, on one scratch copy.
+
+    ``state`` is changed through the PreFilter extensions: give each node its own clone
+    when an extension is active (then ``rows`` is one node). Each step is one Filter call
+    over the nodes still concerned: first with every lower-priority pod removed, then
+    with the k-th most important of them added back on every node that has one.
+    """
+    scratch = scratch_table(table, rows)
+    extensions = bool(fwk.active_pre_filter_extensions(state))
+    names = scratch.names
+    results: list[NodeResult | None] = [None] * len(names)
+    order: list[list[Pod]] = []
+    violating: list[set[str]] = []
+    for i, name in enumerate(names):
+        lower = sorted((p for p in scratch.pods[i].values() if p.priority < pod.priority), key=importance)
+        order.append(lower)
+        violating.append(set())
+        if not lower:
+            results[i] = (name, (), 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NO_VICTIMS,), NAME))
+            continue
+        for victim in lower:
+            scratch.remove_pod(victim, name)
+            if extensions:
+                status = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, scratch.node_info(i))
+                if not status.is_success():
+                    results[i] = (name, (), 0, status)
+                    break
+    concerned = [i for i in range(len(names)) if results[i] is None]
+    if concerned:
+        outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(concerned, dtype=np.int64))
+        failed = _statuses(outcome, len(concerned))
+        for j, i in enumerate(concerned):
+            if failed[j] is not None:
+                results[i] = (names[i], (), 0, failed[j])
+    fitting = [i for i in range(len(names)) if results[i] is None]
+    # Reprieve: PDB-violating pods first, each group most important first (kube sorts, then splits stably).
+    for i in fitting:
+        bad, good = split_by_pdb_violation(order[i], budgets)
+        order[i] = bad + good
+        violating[i] = {p.key for p in bad}
+    victims: dict[int, list[Pod]] = {i: [] for i in fitting}
+    violations = dict.fromkeys(fitting, 0)
+    step = 0
+    while active := [i for i in fitting if step < len(order[i])]:
+        for i in active:
+            back = order[i][step]
+            scratch.add_pod(back, names[i])
+            if extensions:
+                fwk.run_pre_filter_extension_add_pod(state, pod, back, scratch.node_info(i))
+        outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(active, dtype=np.int64))
+        alive = outcome.alive if outcome.error is None else np.zeros(len(active), dtype=bool)
+        for j, i in enumerate(active):
+            if alive[j]:
+                continue
+            back = order[i][step]
+            scratch.remove_pod(back, names[i])
+            if extensions:
+                fwk.run_pre_filter_extension_remove_pod(state, pod, back, scratch.node_info(i))
+            victims[i].append(back)
+            if back.key in violating[i]:
+                violations[i] += 1
+        step += 1
+    for i in fitting:
+        chosen = victims[i]
+        if not chosen:
+            results[i] = (names[i], (), 0, Status.error(f'expected at least one victim pod on node "{names[i]}"',
+                                                        NAME))
+            continue
+        chosen.sort(key=importance)  # kube >= 1.22: highest priority first across both groups
+        results[i] = (names[i], tuple(chosen), violations[i], None)
+    return [r for r in results if r is not None]
+
+
+def _statuses(outcome: FilterOutcome, size: int) -> list[Status | None]:
+    """Per position of a FilterOutcome: None where the node passed, else its status."""
+    if outcome.error is not None:
+        return [outcome.error] * size
+    out: list[Status | None] = [None] * size
+    for record in outcome.records:
+        for j, pos in enumerate(record.positions.tolist()):
+            if out[pos] is None:
+                out[pos] = record.status_at(j)
+    return out
+
+
+def importance(pod: Pod) -> tuple[int, datetime.datetime]:
+    """Sort key of kube's MoreImportantPod: higher priority first, then the earlier start."""
+    return -pod.priority, start_time(pod)
+
+
+def start_time(pod: Pod) -> datetime.datetime:
+    """``status.startTime``; a pod without one counts as starting now (later than any start)."""
+    if not pod.start_time:
+        return _NOT_STARTED
+    try:
+        parsed = datetime.datetime.fromisoformat(pod.start_time)
+    except ValueError:
+        return _NOT_STARTED
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=datetime.UTC)
+
+
+def split_by_pdb_violation(pods: Sequence[Pod], budgets: Callable[[str], list[PodDisruptionBudget]]
+                           ) -> tuple[list[Pod], list[Pod]]:
+    """kube's filterPodsWithPDBViolation: (violating, non-violating), order kept. Each matching
+    budget's ``disruptionsAllowed`` is decremented per pod (not for pods in its
+    ``disruptedPods``); a pod whose eviction takes one below 0 violates it."""
+    allowed: dict[tuple[str, str], int] = {}
+    violating: list[Pod] = []
+    non_violating: list[Pod] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:  # a pod without labels matches no budget
+            for budget in budgets(pod.namespace):
+                if not budget.protects(pod) or pod.name in budget.disrupted_pods:
+                    continue
+                key = (budget.namespace, budget.name)
+                left = allowed.get(key, budget.disruptions_allowed) - 1
+                allowed[key] = left
+                if left < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def select_candidate(candidates: Sequence[Candidate]) -> Candidate:
+    """kube's SelectCandidate / pickOneNodeForPreemption over non-empty ``candidates``."""
+    if len(candidates) == 1:
+        return candidates[0]
+    return pick_one_node(candidates)
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate:
+    """The six criteria of kube's pickOneNodeForPreemption, each keeping the best so far."""
+    remaining = list(candidates)
+    criteria: tuple[Callable[[Candidate], object], ...] = (
+        lambda c: c.num_pdb_violations,
+        lambda c: c.victims[0].priority,
+        lambda c: sum(v.priority + MAX_INT32 + 1 for v in c.victims),
+        lambda c: len(c.victims),
+    )
+    for key in criteria:
+        best = min(key(c) for c in remaining)  # type: ignore[type-var]
+        remaining = [c for c in remaining if key(c) == best]
+        if len(remaining) == 1:
+            return remaining[0]
+    # The latest of the earliest start times of each node's highest-priority victims; ties: the first.
+    chosen = remaining[0]
+    latest = _earliest_start_of_highest(chosen)
+    for candidate in remaining[1:]:
+        earliest = _earliest_start_of_highest(candidate)
+        if earliest > latest:
+            chosen, latest = candidate, earliest
+    return chosen
+
+
+def _earliest_start_of_highest(candidate: Candidate) -> datetime.datetime:
+    top = candidate.victims[0].priority
+    return min(start_time(v) for v in candidate.victims if v.priority == top)
+
+
+def fit_error(statuses: dict[str, Status]) -> str:
+    """kube's FitError text over the nodes preemption looked at."""
+    histogram: Counter[str] = Counter()
+    for status in statuses.values():
+        for reason in status.reasons:
+            histogram[reason] += 1
+    text = f"0/{len(statuses)} nodes are available"
+    if histogram:
+        text += ": " + ", ".join(sorted(f"{count} {reason}" for reason, count in histogram.items()))
+    return text + "."
+
+
+def factory(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args if args is not None else DefaultPreemptionArgs(), handle)
+
+
+def register(registry: PluginRegistry) -> None:
+    registry.register(NAME, factory, args_type=DefaultPreemptionArgs, plugin_type=DefaultPreemption)

@@ -1,0 +1,78 @@
+"""Preemption by `scorer run` against a real kube-apiserver (tests/kubekit.py, tests/servicekit.py).
+
+A high-priority pod that fits nowhere makes scorer delete exactly the chosen victim (a DELETE with
+the victim's UID as precondition, no grace period override), patch the preemptor's
+``status.nominatedNodeName``, write a ``Preempted`` Event on the victim, and bind the preemptor
+once the victim is gone. No kubelet runs: the test plays it and force-deletes the victim once it
+has a deletionTimestamp.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kubekit import ControlPlane
+from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
+
+pytestmark = [pytest.mark.kube, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory):
+    with ControlPlane(tmp_path_factory.mktemp("preemption-plane")) as control_plane:
+        yield control_plane
+
+
+def priority_class(name: str, value: int) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value}
+
+
+def test_a_high_priority_pod_preempts_exactly_the_chosen_victim_and_is_bound(plane, tmp_path):
+    cluster = Cluster(plane)
+    namespace, scheduler = "preempt", "scorer-preempt"
+    cluster.ensure_namespace(namespace)
+    for name, value in (("low", 1), ("mid", 500), ("urgent", 1000)):
+        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
+                     ok=(200, 201, 409))
+    # node-a (3 cpu): low-a (1) and low-b (2); node-b (2 cpu): mid (2). The preemptor needs 2 cpu:
+    # on node-a only low-b has to go (low-a comes back in the reprieve); node-b's victim has a
+    # higher priority, so node-a is chosen.
+    cluster.create_all([node_manifest("preempt-a", cpu="3"), node_manifest("preempt-b", cpu="2")])
+
+    def bound_pod(name: str, node: str, cpu: str, klass: str) -> dict:
+        return pod_manifest(name, namespace=namespace, scheduler=scheduler, cpu=cpu,
+                            spec={"nodeName": node, "priorityClassName": klass})
+
+    cluster.create_all([bound_pod("low-a", "preempt-a", "1", "low"), bound_pod("low-b", "preempt-a", "2", "low"),
+                        bound_pod("mid", "preempt-b", "2", "mid")])
+    path = scheduler_config(tmp_path / "preempt.yaml", scheduler)
+    proc = ScorerProcess(tmp_path, path, plane.kubeconfig, name="scorer-preempt", extra_args=("--seed", "7"))
+    try:
+        proc.wait_ready()
+        cluster.create_all([pod_manifest("urgent", namespace=namespace, scheduler=scheduler, cpu="2",
+                                         spec={"priorityClassName": "urgent"})])
+        pods = wait_until(lambda: (p := cluster.pods(namespace))["low-b"]["metadata"].get("deletionTimestamp") and p,
+                          60, "the victim being deleted")
+        assert not pods["low-a"]["metadata"].get("deletionTimestamp")
+        assert not pods["mid"]["metadata"].get("deletionTimestamp")
+        uid = wait_until(lambda: cluster.pods(namespace)["urgent"]["status"].get("nominatedNodeName") == "preempt-a"
+                         and cluster.pods(namespace)["urgent"]["metadata"]["uid"], 30, "the nomination")
+        assert not cluster.bound(namespace).get("urgent")  # not before the victim is gone
+        events = wait_until(lambda: [e for e in cluster.events(namespace, "low-b") if e["reason"] == "Preempted"],
+                            30, "the Preempted Event")
+        [event] = events
+        assert event["note"] == f"Preempted by pod {uid} on node preempt-a"
+        assert (event["type"], event["action"], event["reportingController"]) == ("Normal", "Preempting", scheduler)
+        assert event["regarding"]["uid"] == pods["low-b"]["metadata"]["uid"]
+        # The kubelet's part: the victim terminates.
+        cluster.call("DELETE", f"/api/v1/namespaces/{namespace}/pods/low-b",
+                     {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+        wait_until(lambda: cluster.bound(namespace).get("urgent") == "preempt-a" or proc.exited(), 60,
+                   "the preemptor bound")
+        assert cluster.bound(namespace) == {"low-a": "preempt-a", "urgent": "preempt-a", "mid": "preempt-b"}
+        assert proc.metric("scheduler_preemption_victims_sum") == 1
+        assert proc.metric("scheduler_preemption_attempts_total") >= 1
+    finally:
+        proc.stop()
+        cluster.delete_pods(namespace)
+        cluster.delete_all_nodes()
