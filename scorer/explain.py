@@ -60,7 +60,7 @@ def explain_pod(
     pod = find_pod(objects, pod_ref)
     # The pod is explained as if pending: it does not count on any node itself.
     cluster = InMemoryCluster(list(objects.nodes), [p for p in objects.pods if p.key != pod.key],
-                              list(objects.namespaces))
+                              list(objects.namespaces), list(objects.workloads))
     if metrics_snapshot is None:
         metrics_snapshot = snapshot_from_documents(objects.others, "the cluster file")
     asm = assemble(config_source, cluster, registry=registry, autoload=autoload, seed=seed,
