@@ -49,16 +49,15 @@ def test_the_output_is_deterministic():
     assert first.cluster.events == second.cluster.events
 
 
-def test_a_pod_with_required_anti_affinity_is_not_placed_and_its_message_names_the_plugin():
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    pods = [make_pod("web-0", labels={"app": "web"}, affinity=anti), make_pod("plain")]
+def test_a_pod_with_a_claim_is_not_placed_and_its_message_names_the_plugin():
+    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}
+    pods = [make_pod("web-0", labels={"app": "web"}, spec=claim), make_pod("plain")]
     report = simulate(LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=pods), autoload=False)
     by_pod = {p.pod: p for p in report.placements}
     assert by_pod["default/plain"].node is not None
     assert by_pod["default/web-0"].node is None
-    message = ("0/2 nodes are available: pod has required pod anti-affinity, which needs the InterPodAffinity "
-               "plugin; scorer does not implement it yet, so the pod is not placed.")
+    message = ("0/2 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the "
+               "VolumeBinding plugin; scorer does not implement it yet, so the pod is not placed.")
     assert by_pod["default/web-0"].message == message
     assert report.placed == 1 and report.unschedulable == 1 and report.errors == 0
     assert {e.note for e in report.cluster.events if e.reason == "FailedScheduling"} == {message}
