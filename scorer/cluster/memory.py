@@ -24,10 +24,9 @@ import attrs
 
 from scorer.cluster.interface import BindConflict, ObjectHandlers
 from scorer.errors import ScorerError
-from scorer.model import LoadedObjects, Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
+from scorer.model import ClusterObject, LoadedObjects, Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 
 Workload = SelectorOwner | PodDisruptionBudget
-ClusterObject = Node | Pod | Namespace | Workload
 
 __all__ = ["BindConflict", "Event", "InMemoryCluster", "PodCondition", "workload_key"]
 
