@@ -22,6 +22,13 @@ and the queue's ClusterEvents (kube-scheduler's eventhandlers.go).
   scheduled: a pod turning terminal is handled as deleted.
 * Namespaces: kept in the cache for the plugins that read their labels;
   ``NamespaceAdd``/``NamespaceUpdate``/``NamespaceDelete``.
+* Workloads (Services, ReplicationControllers, ReplicaSets, StatefulSets,
+  PodDisruptionBudgets): kept in the cache (``cache.workloads``) for default
+  topology spreading and preemption; no pod is requeued. kube 1.20 moved every
+  unschedulable pod on a Service change (for the ServiceAffinity plugin, not a
+  default one) and on nothing for the others; later releases watch a kind
+  only for the plugins that register its events, and no default plugin
+  registers these, so a change of them requeues nothing.
 
 A deleted pod waiting at Permit is rejected, so its binding cycle ends.
 A change the cache cannot count (``CacheError``: a node total would overflow)
@@ -61,7 +68,7 @@ from scorer.framework.events import (
     ClusterEvent,
 )
 from scorer.framework.runtime import Framework
-from scorer.model import Namespace, Node, Pod
+from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 from scorer.queue import SchedulingQueue
 
 log = logging.getLogger("scorer.eventhandlers")
@@ -202,6 +209,18 @@ class EventHandlers:
     def on_namespace_delete(self, namespace: Namespace) -> None:
         self.cache.remove_namespace(namespace.name)
         self.queue.move_all_to_active_or_backoff(EVENT_NAMESPACE_DELETE)
+
+    # -- workloads -------------------------------------------------------------------
+    def on_workload_add(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
+        self.cache.add_workload(obj)
+
+    def on_workload_update(
+        self, old: SelectorOwner | PodDisruptionBudget, new: SelectorOwner | PodDisruptionBudget
+    ) -> None:
+        self.cache.add_workload(new)  # replaces ``old`` (same kind, namespace and name)
+
+    def on_workload_delete(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
+        self.cache.remove_workload(obj)
 
     # -- internals -----------------------------------------------------------------
     def _responsible(self, pod: Pod) -> bool:

@@ -19,7 +19,7 @@ from scorer.cluster.interface import (
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import ScorerError
 from scorer.eventhandlers import EventHandlers
-from scorer.model import Namespace
+from scorer.model import LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
 from scorer.testing import make_node, make_pod
 
 
@@ -52,6 +52,50 @@ def test_start_lists_namespaces_nodes_then_pods_and_syncs():
                               ("on_pod_add", "default/p"), ("on_pod_add", "default/q")]
     with pytest.raises(RuntimeError, match="already started"):
         cluster.start(handlers)
+
+
+def test_start_lists_workloads_after_namespaces_before_nodes():
+    service = SelectorOwner(kind="Service", name="web", selector=LabelSelector(match_labels={"app": "web"}))
+    budget = PodDisruptionBudget(name="web")  # same name, another kind: both kept
+    cluster = InMemoryCluster([make_node("n1")], [make_pod("p")], [Namespace(name="default")], [service, budget])
+    assert set(cluster.workloads) == {"Service/default/web", "PodDisruptionBudget/default/web"}
+    handlers = Recording()
+    cluster.start(handlers)
+    assert handlers.calls == [
+        ("on_namespace_add", "default"), ("on_workload_add", "Service/default/web"),
+        ("on_workload_add", "default/web"), ("on_node_add", "n1"), ("on_pod_add", "default/p"),
+    ]
+
+
+def test_from_objects_takes_the_workloads_of_a_cluster_file():
+    loaded = load_objects(
+        "kind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}}\n---\n"
+        "kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web}\n"
+        "spec: {selector: {matchLabels: {app: web}}}\n",
+        "c.yaml",
+    )
+    cluster = InMemoryCluster.from_objects(loaded)
+    assert list(cluster.workloads.values()) == loaded.workloads
+
+
+def test_workload_changes_reach_the_handlers():
+    service = SelectorOwner(kind="Service", name="web")
+    reselected = attrs.evolve(service, selector=LabelSelector(match_labels={"app": "web"}))
+    replica_set = SelectorOwner(kind="ReplicaSet", name="web")
+    cluster = InMemoryCluster([], [], [])
+    handlers = Recording()
+    cluster.start(handlers)
+    for obj in (service, reselected, replica_set):
+        cluster.apply(obj)
+    cluster.delete(reselected)
+    cluster.delete(reselected)  # gone already: ignored
+    assert handlers.calls == [
+        ("on_workload_add", "Service/default/web"),
+        ("on_workload_update", "Service/default/web", "Service/default/web"),
+        ("on_workload_add", "ReplicaSet/default/web"),
+        ("on_workload_delete", "Service/default/web"),
+    ]
+    assert list(cluster.workloads.values()) == [replica_set]
 
 
 async def test_run_starts_and_waits_until_cancelled():

@@ -11,7 +11,7 @@ from schedkit import build
 
 from scorer.explain import explain_pod
 from scorer.framework.events import ClusterEvent, matches
-from scorer.model import Namespace, load_objects
+from scorer.model import LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
 from scorer.simulate import simulate
 from scorer.testing import make_node, make_pod
 
@@ -292,3 +292,34 @@ def test_namespaces(env):
     env.handlers.on_namespace_delete(relabelled)
     assert "shop" not in env.cache.namespaces
     assert labels(env.events) == ["NamespaceAdd", "NamespaceUpdate", "NamespaceDelete"]
+
+
+# -- workloads -----------------------------------------------------------------------------------
+
+
+def test_workloads_are_kept_in_the_cache_and_requeue_nothing(env):
+    """Services, controllers and PodDisruptionBudgets reach cache.workloads; no default plugin
+    registers their events (later kube watches them only for plugins that do): no pod moves."""
+    web = LabelSelector(match_labels={"app": "web"})
+    service = SelectorOwner(kind="Service", namespace="shop", name="web", selector=web)
+    replica_set = SelectorOwner(kind="ReplicaSet", namespace="shop", name="web-1", selector=web)
+    budget = PodDisruptionBudget(namespace="shop", name="web", selector=web, disruptions_allowed=1)
+    pod = make_pod("p", namespace="shop", labels={"app": "web", "tier": "a"})
+    for obj in (service, replica_set, budget):
+        env.handlers.on_workload_add(obj)
+    assert env.cache.workloads.owners_of(pod) == [service, replica_set]
+    assert env.cache.workloads.budgets_for("shop") == [budget]
+    assert env.cache.workloads.default_selector(pod) is not None
+
+    narrower = attrs.evolve(service, selector=LabelSelector(match_labels={"app": "web", "tier": "b"}))
+    env.handlers.on_workload_update(service, narrower)
+    assert env.cache.workloads.owners_of(pod) == [replica_set]
+    spent = attrs.evolve(budget, disruptions_allowed=0)
+    env.handlers.on_workload_update(budget, spent)
+    assert env.cache.workloads.budgets_for("shop") == [spent]
+
+    for obj in (narrower, replica_set, spent):
+        env.handlers.on_workload_delete(obj)
+    assert len(env.cache.workloads) == 0
+    assert env.cache.workloads.default_selector(pod) is None
+    assert env.events == [] and env.updates == []

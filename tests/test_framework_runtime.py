@@ -340,9 +340,9 @@ def test_unsupported_constraints_are_checked_before_the_pre_filter_plugins_and_t
 
     metrics = SchedulerMetrics(sample_percent=100)
     fwk = framework(Counts(), metrics=metrics)
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]}}
-    allowed, status = fwk.run_pre_filter(CycleState(), make_pod("anti", affinity=anti), batch(fwk))
-    assert (allowed, status.code, status.plugin) == (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "InterPodAffinity")
+    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+    allowed, status = fwk.run_pre_filter(CycleState(), make_pod("claim", spec=claim), batch(fwk))
+    assert (allowed, status.code, status.plugin) == (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "VolumeBinding")
     assert calls == []
     assert point_count(metrics, "PreFilter", "UnschedulableAndUnresolvable") == 1
     fwk.run_pre_filter(CycleState(), POD, batch(fwk))

@@ -5,7 +5,9 @@
 session's control plane, with leader election on the Lease the Role names (``scorer-system/scorer``)
 and a profile whose schedulerName only this module's pods use. The service makes its calls itself:
 
-* its caches sync: LIST, then WATCH, of namespaces, nodes and pods (the reflectors);
+* its caches sync: LIST, then WATCH, of namespaces, services, replicationcontrollers, replicasets,
+  statefulsets, poddisruptionbudgets (policy/v1beta1 on this 1.20 server, found by discovery), nodes and
+  pods (the reflectors);
 * the Lease is absent at first: GET (404), create, then renewals (update);
 * a pod that fits: ``pods/binding`` create, and a ``Scheduled`` Event (events.k8s.io create);
 * a pod that fits nowhere: a ``FailedScheduling`` Event and the ``PodScheduled=False`` condition
@@ -73,17 +75,28 @@ REFUSAL = re.compile(r"forbidden|HTTP 403", re.IGNORECASE)
 DISCOVERY_PREFIXES = ("/api", "/apis", "/version", "/openapi")
 
 Kind = tuple[str, str, str]  # (API group, resource[/subresource], verb)
+LISTED: tuple[tuple[str, str], ...] = (
+    *(("", resource) for resource in ("pods", "nodes", "namespaces", "services", "replicationcontrollers")),
+    ("apps", "replicasets"), ("apps", "statefulsets"), ("policy", "poddisruptionbudgets"))
+# A non-resource GET: the PodDisruptionBudgets reflector asks discovery which policy version is served
+# (/apis/policy/v1: 404 on this 1.20 server, then /apis/policy/v1beta1).
+DISCOVERY: Kind = ("", "", "get")
 SERVICE_CALLS: set[Kind] = {
-    *(("", resource, verb) for resource in ("pods", "nodes", "namespaces") for verb in ("list", "watch")),
+    *((group, resource, verb) for group, resource in LISTED for verb in ("list", "watch")), DISCOVERY,
     ("", "pods/binding", "create"), ("", "pods/status", "patch"),
     ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
     ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update")}
 FALLBACK_CALLS: set[Kind] = {("", "events", "create"), ("", "events", "patch")}
+# Granted for code that is not in this branch yet: DefaultPreemption deletes its victims. The lead removes
+# this at merge, with a preemption step in the exercise (then every rule is used again).
+NOT_EXERCISED_YET: set[Kind] = {("", "pods", "delete")}
 # Answers that are allowed and expected without being a 2xx: the Lease absent at first, and a Lease write
-# that lost an optimistic-concurrency race (a renewal cut short by SIGTERM; the release then re-reads).
+# that lost an optimistic-concurrency race (a renewal cut short by SIGTERM; the release then re-reads), and a
+# group version discovery says is not served.
 EXPECTED_ANSWERS = {(("coordination.k8s.io", "leases", "get"), 404),
-                    (("coordination.k8s.io", "leases", "update"), 409)}
+                    (("coordination.k8s.io", "leases", "update"), 409),
+                    (DISCOVERY, 404)}
 
 
 def kind_of(request: AuditedRequest) -> Kind:
@@ -290,7 +303,9 @@ async def test_the_service_account_may_do_nothing_else(control_plane, scorer_exe
                 ("PUT", f"{LEASE}/other"),
                 ("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/scorer"),  # another namespace
                 ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS_NOWHERE}"),  # get is not granted, list is
-                ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS_NOWHERE}"),
+                ("POST", f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets"),  # workloads: list and watch only
+                ("GET", f"/apis/policy/v1beta1/namespaces/{NAMESPACE}/poddisruptionbudgets/any"),
+                ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/services/any"),
                 ("POST", "/api/v1/nodes"),
                 ("GET", "/api/v1/secrets"),
                 ("GET", "/api/v1/configmaps")):
@@ -322,11 +337,12 @@ def test_the_rules_are_exactly_what_scorer_used_in_this_session(control_plane, s
                         if not any(grant.fits(r) for grant in grants)})
     assert uncovered == [], "scorer made these calls (as some identity) but the rules do not grant them"
     unused = [grant for grant in grants if not any(grant.fits(r) for r in resource_requests)]
-    assert unused == [], "rules that no request of scorer's used: drop them (or test the code that uses them)"
+    assert {(g.api_group, g.resource, g.verb) for g in unused} == NOT_EXERCISED_YET, (
+        "rules that no request of scorer's used: drop them (or test the code that uses them)")
     # Each rule was used by the service account itself (the exercise), not only by tests running as admin.
     unused_by_the_account = [grant for grant in grants
                              if not any(grant.fits(r) and r.user == SCORER_USER for r in resource_requests)]
-    assert unused_by_the_account == []
+    assert {(g.api_group, g.resource, g.verb) for g in unused_by_the_account} == NOT_EXERCISED_YET
     # The service account itself used what the namespaced Role grants, in its namespace, on its Lease.
     for grant in (g for g in grants if g.namespace):
         used = [r for r in resource_requests if grant.fits(r) and r.user == SCORER_USER]

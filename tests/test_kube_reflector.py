@@ -17,6 +17,7 @@ import pytest
 from faultproxy import FaultProxy, status_body, watch_error_line
 from prometheus_client import CollectorRegistry
 
+from scorer.cluster.memory import workload_key
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.reflector import (
@@ -45,7 +46,7 @@ class Recorder:
         self.fail_on = fail_on  # a key whose add raises
 
     def _record(self, change: str, kind: str, obj: Any) -> None:
-        key = obj.key if kind == "pod" else obj.name
+        key = obj.key if kind == "pod" else workload_key(obj) if kind == "workload" else obj.name
         self.events.append((change, kind, key))
         if key == self.fail_on:
             raise RuntimeError(f"handler bug on {key}")
@@ -77,6 +78,16 @@ class Recorder:
 
     def on_namespace_delete(self, namespace: Any) -> None:
         self._record("delete", "namespace", namespace)
+
+    def on_workload_add(self, obj: Any) -> None:
+        self._record("add", "workload", obj)
+
+    def on_workload_update(self, old: Any, new: Any) -> None:
+        assert workload_key(old) == workload_key(new)
+        self._record("update", "workload", new)
+
+    def on_workload_delete(self, obj: Any) -> None:
+        self._record("delete", "workload", obj)
 
     def of(self, prefix: str) -> list[tuple[str, str]]:
         """(change, key) of the events whose key starts with ``prefix``."""
@@ -377,6 +388,94 @@ async def test_a_failing_handler_is_logged_and_counted_and_the_watch_goes_on(cap
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b"), ("add", "ns/c")]
     assert [r.getMessage() for r in caplog.records] == ["pods reflector: handler on_pod_add failed for ns/a"]
     assert sample(reflector.metrics.registry, "scorer_reflector_handler_errors_total", resource="pods") == 1
+
+
+# --- workloads
+
+
+def service_json(name: str, version: str, selector: Any, namespace: str = "ns") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
+            "spec": {"selector": selector}}
+
+
+class PathClient(FakeClient):
+    """A FakeClient that also records the path of each request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.paths: list[str] = []
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        self.paths.append(path)
+        return await super().request(method, path, **kwargs)
+
+    def stream(self, method: str, path: str, **kwargs: Any):
+        self.paths.append("watch " + path)
+        return super().stream(method, path, **kwargs)
+
+
+def discovery(*resources: str) -> ApiResponse:
+    return ApiResponse(200, orjson.dumps({"kind": "APIResourceList",
+                                          "resources": [{"name": name} for name in resources]}))
+
+
+NOT_FOUND = ApiResponse(404, b'{"kind":"Status","code":404}')
+
+
+def workload_reflector(client: FakeClient, name: str, **kwargs: Any) -> Reflector:
+    return Reflector(client, RESOURCES[name], metrics=ReflectorMetrics(CollectorRegistry()),
+                     rng=random.Random(1), min_backoff=0.01, max_backoff=0.05, **kwargs)
+
+
+async def test_workload_resources_deliver_to_the_workload_handlers() -> None:
+    client = PathClient(
+        [page([service_json("web", "1", {"app": "web"}), service_json("bad", "1", {"app": 1})], "2")],
+        [FakeStream(lines=(line("MODIFIED", service_json("web", "3", {"app": "web", "tier": "a"})),
+                           line("ADDED", service_json("all", "4", {})),
+                           line("DELETED", service_json("web", "5", {"app": "web", "tier": "a"}))))])
+    invalid: list[str] = []
+    reflector = workload_reflector(client, "services", on_invalid=lambda resource, raw, message: invalid.append(
+        message))
+    recorder = Recorder()
+    await settle(client, reflector, recorder)
+    assert recorder.events == [("add", "workload", "Service/ns/web"), ("update", "workload", "Service/ns/web"),
+                               ("add", "workload", "Service/ns/all"), ("delete", "workload", "Service/ns/web")]
+    assert invalid == ["Service ns/bad: spec.selector.app: expected a string, got integer 1 (quote it in YAML)"]
+    assert client.paths[:2] == ["/api/v1/services", "watch /api/v1/services"]
+    assert list(reflector.store) == ["ns/all"]
+    assert reflector.store["ns/all"].selector is not None  # selector {}: every pod of the namespace
+
+
+@pytest.mark.parametrize(("answers", "path"), [
+    ([discovery("poddisruptionbudgets", "poddisruptionbudgets/status")], "/apis/policy/v1/poddisruptionbudgets"),
+    ([NOT_FOUND, discovery("poddisruptionbudgets")], "/apis/policy/v1beta1/poddisruptionbudgets"),
+    ([discovery("evictions"), discovery("poddisruptionbudgets")], "/apis/policy/v1beta1/poddisruptionbudgets"),
+])
+async def test_budgets_are_read_in_the_first_version_the_server_serves(answers, path) -> None:
+    budget = {"metadata": {"name": "b", "namespace": "ns", "resourceVersion": "1"},
+              "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": {"disruptionsAllowed": 1}}
+    client = PathClient([*answers, page([budget], "2")], [])
+    reflector, recorder = workload_reflector(client, "poddisruptionbudgets"), Recorder()
+    await settle(client, reflector, recorder)
+    discovered = ["/apis/policy/v1", "/apis/policy/v1beta1"][:len(answers)]
+    assert client.paths == [*discovered, path, "watch " + path]
+    assert reflector.path == path
+    assert recorder.events == [("add", "workload", "PodDisruptionBudget/ns/b")]
+    assert reflector.store["ns/b"].disruptions_allowed == 1
+
+
+async def test_a_resource_served_in_no_version_is_retried(caplog) -> None:
+    client = PathClient([NOT_FOUND, NOT_FOUND, ApiResponse(503, b"{}"), discovery("poddisruptionbudgets"),
+                         page([], "2")], [])
+    reflector, recorder = workload_reflector(client, "poddisruptionbudgets"), Recorder()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        await settle(client, reflector, recorder)
+    assert client.paths == ["/apis/policy/v1", "/apis/policy/v1beta1", "/apis/policy/v1", "/apis/policy/v1",
+                            "/apis/policy/v1/poddisruptionbudgets", "watch /apis/policy/v1/poddisruptionbudgets"]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert "the API server serves none of /apis/policy/v1, /apis/policy/v1beta1" in warnings[0]
+    assert "HTTP 503" in warnings[1]
+    assert reflector.has_synced()
 
 
 def test_handlers_without_a_kind_are_refused_at_once() -> None:

@@ -7,12 +7,15 @@ import logging
 
 import pytest
 from prometheus_client import CollectorRegistry
+from schedkit import build
 from test_kube_reflector import Cluster, Recorder, running, sample, until
 
 from scorer.cluster.interface import ClusterSource
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
+from scorer.kube.reflector import WORKLOAD_RESOURCES
 from scorer.kube.source import ApiSource
+from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 
 kube = pytest.mark.kube
 pytest_plugins = ("faultproxy",)
@@ -26,12 +29,13 @@ def test_the_source_is_a_cluster_source_and_checks_its_arguments() -> None:
 
     source = ApiSource(client, on_invalid=callback)
     assert isinstance(source, ClusterSource)
-    assert list(source.reflectors) == ["namespaces", "nodes", "pods"]
+    assert list(source.reflectors) == ["namespaces", "services", "replicationcontrollers", "replicasets",
+                                       "statefulsets", "poddisruptionbudgets", "nodes", "pods"]
     assert all(r.on_invalid is callback for r in source.reflectors.values())
-    assert source.status() == {"namespaces": "not started", "nodes": "not started", "pods": "not started"}
+    assert set(source.status().values()) == {"not started"}
     assert not source.has_synced()
-    with pytest.raises(ValueError, match="unknown resources \\['services'\\]"):
-        ApiSource(client, resources=("pods", "services"))
+    with pytest.raises(ValueError, match="unknown resources \\['deployments'\\]"):
+        ApiSource(client, resources=("pods", "deployments"))
 
 
 async def test_handlers_missing_a_kind_are_refused_before_anything_runs() -> None:
@@ -41,11 +45,14 @@ async def test_handlers_missing_a_kind_are_refused_before_anything_runs() -> Non
 
 
 @kube
-async def test_namespaces_then_nodes_then_pods_are_delivered_in_that_order(
+async def test_namespaces_then_workloads_then_nodes_then_pods_are_delivered_in_that_order(
         control_plane, fault_proxy, proxied_client) -> None:
     cluster = Cluster(control_plane)
     cluster.namespace("src-order")
     cluster.pod("src-order", "p")
+    cluster.call("POST", "/api/v1/namespaces/src-order/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}, expect=(201, 409))
     cluster.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "src-node"}},
                  expect=(201, 409))
     # The namespaces list is slow: the node and pod lists are done first and must wait for it.
@@ -60,11 +67,67 @@ async def test_namespaces_then_nodes_then_pods_are_delivered_in_that_order(
         await asyncio.wait_for(source.wait_for_sync(), 15)
         assert source.has_synced()
         kinds = [kind for _, kind, _ in recorder.events]
-        assert kinds == sorted(kinds, key=["namespace", "node", "pod"].index)
-        assert {"src-order", "src-node", "src-order/p"} <= {key for _, _, key in recorder.events}
+        assert kinds == sorted(kinds, key=["namespace", "workload", "node", "pod"].index)
+        assert {"src-order", "Service/src-order/web", "src-node", "src-order/p"} <= {
+            key for _, _, key in recorder.events}
         await until(lambda: set(source.status().values()) == {"watching"}, "every watch")
-    for resource in ("namespaces", "nodes", "pods"):
+    for resource in source.reflectors:
         assert sample(registry, "scorer_reflector_lists_total", resource=resource) == 1
+    # kube-apiserver 1.20 serves PodDisruptionBudgets in policy/v1beta1 only.
+    assert source.reflectors["poddisruptionbudgets"].path == "/apis/policy/v1beta1/poddisruptionbudgets"
+
+
+@kube
+async def test_workloads_created_updated_and_deleted_through_the_api_reach_the_cache(
+        control_plane, fault_proxy, proxied_client) -> None:
+    """A ReplicaSet, a Service and a PodDisruptionBudget made through the API arrive in
+    cache.workloads through the event handlers, and so do their updates and deletes."""
+    ns = "src-workloads"
+    cluster = Cluster(control_plane)
+    cluster.namespace(ns)
+    labels = {"app": "shop"}
+    cluster.call("POST", f"/apis/apps/v1/namespaces/{ns}/replicasets", {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "shop"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "c", "image": "pause"}]}}}})
+    asm, _ = build(None, [], [])
+    source = ApiSource(proxied_client, resources=("namespaces", *WORKLOAD_RESOURCES))
+    workloads = asm.cache.workloads
+    pod = Pod(namespace=ns, name="p", labels={"app": "shop", "tier": "web"})
+
+    def kinds() -> list[str]:
+        return sorted(owner.kind for owner in workloads.owners_of(pod))
+
+    async with running(source.run(asm.handlers)):
+        await asyncio.wait_for(source.wait_for_sync(), 15)
+        assert kinds() == ["ReplicaSet"]  # listed
+        cluster.call("POST", f"/api/v1/namespaces/{ns}/services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
+            "spec": {"selector": labels, "ports": [{"port": 80}]}})
+        cluster.call("POST", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets", {
+            "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "shop"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}})
+        await until(lambda: kinds() == ["ReplicaSet", "Service"] and workloads.budgets_for(ns), "the adds")
+        [budget] = workloads.budgets_for(ns)
+        assert budget.selector == LabelSelector(match_labels=labels) and budget.protects(pod)
+        assert workloads.default_selector(pod) == LabelSelector(
+            match_labels=labels,
+            match_expressions=(LabelSelectorRequirement(key="app", operator="In", values=("shop",)),))
+        # Updates: the Service selects another tier, the budget's status is written by the disruption
+        # controller (none runs here: the test writes it).
+        cluster.call("PATCH", f"/api/v1/namespaces/{ns}/services/shop", {"spec": {"selector": {"tier": "db"}}})
+        status = cluster.call("GET", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets/shop")
+        status["status"] = {"disruptionsAllowed": 2, "currentHealthy": 3, "desiredHealthy": 1,
+                            "expectedPods": 3, "observedGeneration": 1}
+        cluster.call("PUT", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets/shop/status", status)
+        await until(lambda: kinds() == ["ReplicaSet"] and workloads.budgets_for(ns)[0].disruptions_allowed == 2,
+                    "the updates")
+        # Deletes.
+        for path in (f"/apis/apps/v1/namespaces/{ns}/replicasets/shop", f"/api/v1/namespaces/{ns}/services/shop",
+                     f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets/shop"):
+            cluster.call("DELETE", path)
+        await until(lambda: not workloads.owners.get(ns) and not workloads.budgets_for(ns), "the deletes")
 
 
 @kube

@@ -34,7 +34,9 @@ from scorer.model import (
     PodAffinity,
     PodAffinityTerm,
     PodAntiAffinity,
+    PodDisruptionBudget,
     PreferredSchedulingTerm,
+    SelectorOwner,
     Taint,
     Toleration,
     TopologySpreadConstraint,
@@ -48,6 +50,7 @@ from scorer.model import (
     parse_int64,
     pod_from_dict,
     untolerated_taints,
+    workload_from_dict,
 )
 
 KI, MI, GI = 1 << 10, 1 << 20, 1 << 30
@@ -1150,13 +1153,14 @@ def test_object_from_dict_dispatches_on_kind() -> None:
     ("obj", "message"),
     [
         (
-            {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"}},
-            'Service shop/web: kind: unsupported kind "Service", expected Pod, Node or Namespace',
+            {"kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}},
+            'Deployment shop/web: kind: unsupported kind "Deployment", expected one of Pod, Node, '
+            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget",
         ),
         (
             {"kind": "ClusterRole", "metadata": {"name": "admin"}},
-            'ClusterRole admin: kind: unsupported kind "ClusterRole", '
-            "expected Pod, Node or Namespace",
+            'ClusterRole admin: kind: unsupported kind "ClusterRole", expected one of Pod, Node, '
+            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget",
         ),
         (
             {"metadata": {"name": "web"}},
@@ -1493,9 +1497,9 @@ POD_ERRORS = [
     # tolerations
     (
         (*TOL, "operator"),
-        "Gt",
+        "Ge",
         "spec.tolerations[0].operator",
-        'unknown operator "Gt", expected one of Equal, Exists',
+        'unknown operator "Ge", expected one of Equal, Exists',
     ),
     ((*TOL, "effect"), "NoExec", "spec.tolerations[0].effect", 'unknown effect "NoExec"'),
     (
@@ -1707,9 +1711,8 @@ def test_min_domains_needs_do_not_schedule() -> None:
 @pytest.mark.parametrize(
     ("operator", "values", "reason"),
     [
-        ("Gt", ["a"], "must be a single integer when operator is Gt"),
-        ("Lt", ["1", "2"], "must be a single integer when operator is Lt"),
-        ("Gt", [], "must be a single integer when operator is Gt"),
+        ("Lt", ["1", "2"], "must have exactly one value when operator is Lt"),
+        ("Gt", [], "must have exactly one value when operator is Gt"),
         ("Exists", ["a"], "must be empty when operator is Exists"),
         ("DoesNotExist", ["a"], "must be empty when operator is DoesNotExist"),
         ("NotIn", [], "must be non-empty when operator is NotIn"),
@@ -1992,9 +1995,10 @@ def test_load_multi_document_yaml() -> None:
     assert pod.key == "shop/web"
     assert pod.requests == {"cpu": 500, "memory": 1000}
     assert pod.creation_timestamp == "2024-01-02T03:04:05Z"
-    assert loaded.skipped == ["Service shop/web", "Deployment api"]
+    assert loaded.workloads == [SelectorOwner(kind="Service", namespace="shop", name="web")]
+    assert loaded.skipped == ["Deployment api"]
     assert loaded.warnings == [
-        "cluster.yaml: skipped 2 objects of kinds scorer does not read: 1 Service, 1 Deployment"
+        "cluster.yaml: skipped 1 object of kinds scorer does not read: 1 Deployment"
     ]
 
 
@@ -2359,3 +2363,350 @@ def test_cluster_files_are_read_strictly(tmp_path: Path) -> None:
     path.write_text('{"kind": "Node", "metadata": {"name": "n1"}, "status": {"capacity": {"cpu": NaN}}}')
     with pytest.raises(ModelError, match=r"status\.capacity\.cpu: expected a finite number, got number nan$"):
         load_file(path)
+
+
+# --------------------------------------------------------------------------
+# Preemption fields of pods
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "policy", "start_time"),
+    [
+        ({}, {}, "PreemptLowerPriority", ""),
+        ({"preemptionPolicy": "Never"}, {"startTime": "2024-05-06T07:08:09Z"}, "Never",
+         "2024-05-06T07:08:09Z"),
+        ({"preemptionPolicy": "PreemptLowerPriority"}, {}, "PreemptLowerPriority", ""),
+        ({"preemptionPolicy": None}, {"startTime": None}, "PreemptLowerPriority", ""),
+    ],
+)
+def test_pod_preemption_policy_and_start_time(
+    spec: dict[str, Any], status: dict[str, Any], policy: str, start_time: str
+) -> None:
+    pod = pod_from_dict({"metadata": {"name": "p"}, "spec": spec, "status": status})
+    assert (pod.preemption_policy, pod.start_time) == (policy, start_time)
+
+
+def test_pod_start_time_from_yaml_timestamp() -> None:
+    loaded = load_objects(
+        "kind: Pod\nmetadata: {name: p}\nstatus: {startTime: 2024-05-06T07:08:09Z}\n", "c.yaml"
+    )
+    assert loaded.pods[0].start_time == "2024-05-06T07:08:09Z"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("Sometimes", 'spec.preemptionPolicy: unknown value "Sometimes", expected one of '
+                      "PreemptLowerPriority, Never"),
+        (3, "spec.preemptionPolicy: expected a string, got integer 3 (quote it in YAML)"),
+    ],
+)
+def test_pod_preemption_policy_errors(value: Any, message: str) -> None:
+    with pytest.raises(ModelError) as info:
+        pod_from_dict({"metadata": {"name": "p"}, "spec": {"preemptionPolicy": value}})
+    assert str(info.value) == f"Pod default/p: {message}"
+
+
+# --------------------------------------------------------------------------
+# Workloads: Services, controllers, PodDisruptionBudgets
+
+
+def workload(kind: str, api_version: str, spec: Any = None, **extra: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind,
+                           "metadata": {"name": "w", "namespace": "shop", "resourceVersion": "7"}}
+    if spec is not None:
+        obj["spec"] = spec
+    obj.update(extra)
+    return obj
+
+
+APP = LabelSelector(match_labels={"app": "web"})
+APP_EXPR = LabelSelector(
+    match_labels={"app": "web"},
+    match_expressions=(LabelSelectorRequirement(key="tier", operator="In", values=("a", "b")),),
+)
+SELECTOR_APP_EXPR = {"matchLabels": {"app": "web"},
+                     "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}
+
+
+@pytest.mark.parametrize(
+    ("obj", "selector"),
+    [
+        # Service: a map; no selector selects nothing, {} every pod of its namespace.
+        (workload("Service", "v1", {"selector": {"app": "web"}}), APP),
+        (workload("Service", "v1", {"selector": {}}), LabelSelector()),
+        (workload("Service", "v1", {"ports": [{"port": 80}]}), None),
+        (workload("Service", "v1"), None),
+        # ReplicationController: a map; missing or empty selects nothing.
+        (workload("ReplicationController", "v1", {"selector": {"app": "web"}}), APP),
+        (workload("ReplicationController", "v1", {"selector": {}}), None),
+        (workload("ReplicationController", "v1", {}), None),
+        # ReplicaSet, StatefulSet: a LabelSelector; missing or empty selects nothing.
+        (workload("ReplicaSet", "apps/v1", {"selector": SELECTOR_APP_EXPR}), APP_EXPR),
+        (workload("ReplicaSet", "apps/v1", {"selector": {}}), None),
+        (workload("ReplicaSet", "apps/v1", {"selector": {"matchLabels": {}}}), None),
+        (workload("ReplicaSet", "apps/v1", {"replicas": 3}), None),
+        (workload("StatefulSet", "apps/v1", {"selector": {"matchLabels": {"app": "web"}}}), APP),
+        (workload("StatefulSet", "apps/v1", {"selector": {}}), None),
+    ],
+)
+def test_selector_owner_from_dict(obj: dict[str, Any], selector: LabelSelector | None) -> None:
+    owner = workload_from_dict(obj)
+    assert owner == SelectorOwner(
+        kind=obj["kind"], namespace="shop", name="w", selector=selector, resource_version="7"
+    )
+    assert object_from_dict(obj) == owner
+
+
+@pytest.mark.parametrize("api_version", ["policy/v1", "policy/v1beta1"])
+def test_pod_disruption_budget_from_dict(api_version: str) -> None:
+    obj = workload(
+        "PodDisruptionBudget",
+        api_version,
+        {"minAvailable": 2, "selector": SELECTOR_APP_EXPR},
+        status={"disruptionsAllowed": 1, "currentHealthy": 3,
+                "disruptedPods": {"web-1": "2024-01-02T03:04:05Z", "web-2": "2024-01-02T03:04:06Z"}},
+    )
+    assert workload_from_dict(obj) == PodDisruptionBudget(
+        namespace="shop", name="w", selector=APP_EXPR, disruptions_allowed=1,
+        disrupted_pods=frozenset({"web-1", "web-2"}), resource_version="7",
+    )
+
+
+@pytest.mark.parametrize(
+    "spec", [None, {}, {"selector": None}, {"selector": {}}, {"selector": {"matchExpressions": []}}]
+)
+def test_pod_disruption_budget_without_selector_protects_nothing(spec: Any) -> None:
+    budget = workload_from_dict(workload("PodDisruptionBudget", "policy/v1", spec))
+    assert isinstance(budget, PodDisruptionBudget)
+    assert budget.selector is None
+    assert budget.disruptions_allowed == 0 and budget.disrupted_pods == frozenset()
+    assert not budget.protects(Pod(namespace="shop", name="p"))
+
+
+def test_workload_namespace_defaults() -> None:
+    owner = workload_from_dict({"kind": "Service", "metadata": {"name": "s"}, "spec": {"selector": {"a": "b"}}})
+    assert owner.namespace == "default"
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (workload("Service", "apps/v1"),
+         'Service shop/w: apiVersion: expected "v1" (the only version of Service), got string "apps/v1"'),
+        (workload("ReplicaSet", "extensions/v1beta1"),
+         'ReplicaSet shop/w: apiVersion: expected "apps/v1" (the only version of ReplicaSet), '
+         'got string "extensions/v1beta1"'),
+        (workload("PodDisruptionBudget", "v1"),
+         'PodDisruptionBudget shop/w: apiVersion: expected "policy/v1" or "policy/v1beta1", got string "v1"'),
+        (workload("Service", "v1", {"selector": ["app"]}),
+         "Service shop/w: spec.selector: expected a map of strings, got list"),
+        (workload("Service", "v1", {"selector": {"app": 1}}),
+         "Service shop/w: spec.selector.app: expected a string, got integer 1 (quote it in YAML)"),
+        (workload("ReplicationController", "v1", []),
+         "ReplicationController shop/w: spec: expected an object, got list"),
+        (workload("ReplicaSet", "apps/v1", {"selector": {"matchExpressions": [{"key": "a", "operator": "Gt",
+                                                                                "values": ["1"]}]}}),
+         'ReplicaSet shop/w: spec.selector.matchExpressions[0].operator: unknown operator "Gt", '
+         "expected one of In, NotIn, Exists, DoesNotExist"),
+        (workload("StatefulSet", "apps/v1", {"selector": "app=web"}),
+         'StatefulSet shop/w: spec.selector: expected an object, got string "app=web"'),
+        (workload("PodDisruptionBudget", "policy/v1", {"selector": {"matchLabels": {"a": "b"}}},
+                  status={"disruptionsAllowed": -1}),
+         "PodDisruptionBudget shop/w: status.disruptionsAllowed: -1 out of range, "
+         "expected an integer from 0 to 2147483647"),
+        (workload("PodDisruptionBudget", "policy/v1", None, status={"disruptionsAllowed": "1"}),
+         "PodDisruptionBudget shop/w: status.disruptionsAllowed: expected an integer, got string \"1\""),
+        (workload("PodDisruptionBudget", "policy/v1", None, status={"disruptedPods": ["a"]}),
+         "PodDisruptionBudget shop/w: status.disruptedPods: expected an object, got list"),
+        ({"kind": "ReplicaSet", "apiVersion": "apps/v1", "metadata": {"namespace": "shop"}},
+         "ReplicaSet: metadata.name: required"),
+    ],
+)
+def test_workload_errors(obj: dict[str, Any], message: str) -> None:
+    with pytest.raises(ModelError) as info:
+        object_from_dict(obj, origin="")
+    assert str(info.value) == message
+
+
+def test_workload_from_dict_names_the_kinds_it_reads() -> None:
+    with pytest.raises(ModelError) as info:
+        workload_from_dict({"kind": "Pod", "metadata": {"name": "p"}})
+    assert str(info.value) == (
+        "object p: kind: expected one of Service, ReplicationController, ReplicaSet, StatefulSet, "
+        'PodDisruptionBudget, got string "Pod"'
+    )
+
+
+WORKLOADS_YAML = """\
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}}
+---
+apiVersion: apps/v1
+kind: ReplicaSetList
+items:
+- metadata: {name: web-7d, namespace: shop}
+  spec: {selector: {matchLabels: {app: web}}}
+- apiVersion: apps/v1
+  kind: StatefulSet
+  metadata: {name: db, namespace: shop}
+  spec: {selector: {matchLabels: {app: db}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop}
+spec: {selector: {matchLabels: {app: web}}}
+status: {disruptionsAllowed: 2}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec: {selector: {app: legacy}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+"""
+
+
+def test_load_reads_workloads() -> None:
+    loaded = load_objects(WORKLOADS_YAML, "cluster.yaml")
+    assert [(type(w).__name__, getattr(w, "kind", ""), w.namespace, w.name) for w in loaded.workloads] == [
+        ("SelectorOwner", "Service", "shop", "web"),
+        ("SelectorOwner", "ReplicaSet", "shop", "web-7d"),
+        ("SelectorOwner", "StatefulSet", "shop", "db"),
+        ("PodDisruptionBudget", "", "shop", "web"),  # same name as the Service: another kind
+        ("SelectorOwner", "ReplicationController", "default", "legacy"),
+    ]
+    assert loaded.skipped == ["Deployment shop/web"]
+    assert loaded.warnings == ["cluster.yaml: skipped 1 object of kinds scorer does not read: 1 Deployment"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "kind: Service\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: a, namespace: default}\n",
+            "Service default/a (document 2 of c.yaml): defined twice, first in document 1 of c.yaml",
+        ),
+        (
+            "kind: PodDisruptionBudget\napiVersion: policy/v1beta1\nmetadata: {name: a}\n---\n"
+            "kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: a}\n",
+            "PodDisruptionBudget default/a (document 2 of c.yaml): defined twice, first in document 1 of c.yaml",
+        ),
+        ("kind: services\nmetadata: {name: a}\n",
+         'services a (document 1 of c.yaml): kind: unknown kind "services", did you mean "Service"?'),
+        ("kind: replicaset\nmetadata: {name: a}\n",
+         'replicaset a (document 1 of c.yaml): kind: unknown kind "replicaset", did you mean "ReplicaSet"?'),
+    ],
+)
+def test_load_workload_errors(text: str, message: str) -> None:
+    with pytest.raises(ModelError) as info:
+        load_objects(text, "c.yaml")
+    assert str(info.value) == message
+
+
+def test_same_name_in_other_namespaces_or_kinds_is_not_a_duplicate() -> None:
+    text = (
+        "kind: Service\nmetadata: {name: a, namespace: x}\n---\n"
+        "kind: Service\nmetadata: {name: a, namespace: y}\n---\n"
+        "kind: ReplicaSet\napiVersion: apps/v1\nmetadata: {name: a, namespace: x}\n"
+    )
+    assert len(load_objects(text, "c.yaml").workloads) == 3
+
+
+# --------------------------------------------------------------------------
+# What the scheduler cannot parse: node selector terms kube fails, disabled toleration operators
+
+
+def term_of(key: str, operator: str, *values: str) -> NodeSelectorTerm:
+    return NodeSelectorTerm(
+        match_expressions=(NodeSelectorRequirement(key=key, operator=operator, values=values),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("term", "error"),
+    [
+        (term_of("foo", "NotIn", "invalid value: ___@#$%^"),
+         'matchExpressions[0]: values: invalid label value "invalid value: ___@#$%^": a valid label must be '
+         "an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+         "with an alphanumeric character"),
+        (term_of("foo", "In", "x" * 64),
+         f'matchExpressions[0]: values: invalid label value "{"x" * 64}": must be no more than 63 characters'),
+        (term_of("foo", "Gt", "-3"),  # an integer, but not a valid label value
+         'matchExpressions[0]: values: invalid label value "-3": a valid label must be an empty string or '
+         "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+         "character"),
+        (term_of("foo", "Lt", "ten"),
+         "matchExpressions[0]: values: for 'Gt', 'Lt' operators, the value must be an integer, got \"ten\""),
+        (term_of("foo", "Gt", "1", "2"),
+         "matchExpressions[0]: values: for 'Gt', 'Lt' operators, exactly one value is required (operator Gt)"),
+        (term_of("bad key!", "Exists"),
+         'matchExpressions[0]: key: invalid label key "bad key!": name part must consist of alphanumeric '
+         "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+         "(e.g. 'MyName', 'my.name' or '123-abc')"),
+        (term_of("foo", "In"),
+         "matchExpressions[0]: values: for 'in', 'notin' operators, values set can't be empty (operator In)"),
+        (term_of("foo", "Like", "a"), 'matchExpressions[0]: operator: unknown operator "Like"'),
+        (term_of("foo", "In", "a", ""), None),  # "" is a valid label value
+        (term_of("foo", "Gt", "10"), None),
+        (term_of("example.com/foo", "NotIn", "a.b_c-d"), None),
+    ],
+)
+def test_node_selector_term_parse_error(term: NodeSelectorTerm, error: str | None) -> None:
+    assert term.parse_error == error
+
+
+def test_node_selector_term_with_parse_error_matches_no_node() -> None:
+    node = Node(name="n", labels={"foo": "bar", "gen": "5"})
+    valid = NodeSelectorRequirement(key="gen", operator="Exists")
+    assert NodeSelectorTerm(match_expressions=(valid,)).matches(node)
+    for bad in (term_of("foo", "NotIn", "not valid"), term_of("gen", "Gt", "x"), term_of("foo", "DoesNotExist", "")):
+        # The bad requirement alone would match (NotIn, Gt's label): the whole term fails.
+        term = NodeSelectorTerm(match_expressions=(valid, *bad.match_expressions))
+        assert term.parse_error is not None
+        assert not term.matches(node)
+    # Terms are OR-ed: a valid one still matches.
+    assert NodeSelector(terms=(term_of("foo", "NotIn", "not valid"), term_of("foo", "In", "bar"))).matches(node)
+
+
+def test_node_selector_term_parse_error_ignores_match_fields() -> None:
+    """matchFields are a field selector: node names longer than a label value are fine."""
+    name = "n" * 100
+    term = NodeSelectorTerm(
+        match_fields=(NodeSelectorRequirement(key="metadata.name", operator="In", values=(name,)),)
+    )
+    assert term.parse_error is None
+    assert term.matches(Node(name=name))
+
+
+def test_decoded_term_with_invalid_value_is_kept_and_fails() -> None:
+    """The API server accepts invalid values and non-integer Gt/Lt values; the term matches nothing."""
+    obj = with_value(full_pod(), NA_EXPR, {"key": "zone", "operator": "Gt", "values": ["a"]})
+    pod = pod_from_dict(obj)
+    assert pod.affinity is not None and pod.affinity.node_affinity is not None
+    required = pod.affinity.node_affinity.required
+    assert required is not None
+    assert required.terms[0].match_expressions[0] == NodeSelectorRequirement(key="zone", operator="Gt", values=("a",))
+    assert required.terms[0].parse_error is not None
+    assert not required.matches(Node(name="n", labels={"zone": "5"}))
+
+
+@pytest.mark.parametrize("operator", ["Gt", "Lt"])
+def test_comparison_toleration_operators_tolerate_nothing(operator: str) -> None:
+    pod = pod_from_dict({
+        "metadata": {"name": "p"},
+        "spec": {"tolerations": [{"key": "k", "operator": operator, "value": "1", "effect": "NoSchedule"}]},
+    })
+    (toleration,) = pod.tolerations
+    assert toleration == Toleration(key="k", operator=operator, value="1", effect="NoSchedule")
+    for value in ("0", "1", "2", "x"):
+        assert not toleration.tolerates(Taint(key="k", value=value, effect="NoSchedule"))
+
+
+def test_comparison_toleration_operator_still_needs_a_key() -> None:
+    with pytest.raises(ModelError, match=r"spec.tolerations\[0\].operator: must be Exists when key is empty"):
+        pod_from_dict({"metadata": {"name": "p"}, "spec": {"tolerations": [{"operator": "Gt", "value": "1"}]}})

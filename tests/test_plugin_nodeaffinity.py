@@ -123,6 +123,28 @@ def test_empty_label_value_selector():
     assert run.feasible == ["empty"]
 
 
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        expr("zone", "NotIn", "invalid value: ___@#$%^"),  # kube's own test case
+        expr("zone", "In", "a", "not valid"),  # one invalid value fails the whole requirement
+        expr("gen", "Gt", "four"),  # Gt/Lt: kube's parse wants an integer
+        expr("gen", "Lt", "-1"),  # an integer, but not a valid label value
+        expr("bad key", "DoesNotExist"),
+    ],
+)
+def test_a_term_kube_cannot_parse_matches_no_node(requirement):
+    """The API server accepts these values; kube-scheduler's parse of the term fails it,
+    where the requirement on its own (NotIn, DoesNotExist) would match some nodes."""
+    pod = make_pod("p", affinity=required({"matchExpressions": [requirement]}))
+    run = run_plugin(plugin(), pod, nodes())
+    assert run.feasible == []
+    assert {status.reasons for status in run.filter.values()} == {(ERR_REASON_POD,)}
+    # Terms are OR-ed: another, valid term still places the pod.
+    pod = make_pod("p", affinity=required({"matchExpressions": [requirement]}, ZONE_A))
+    assert run_plugin(plugin(), pod, nodes()).feasible == ["n1", "n5"]
+
+
 # -- pre-filter --------------------------------------------------------------------
 
 
@@ -241,6 +263,21 @@ def test_args_report_parse_errors_with_their_path():
     assert info.value.errors == [("addedAffinity", "expected an object, got list")]
 
 
+def test_args_reject_added_terms_kube_cannot_parse():
+    """kube's New fails ("parsing addedAffinity...") on terms it cannot parse."""
+    bad_term = {"matchExpressions": [expr("zone", "NotIn", "not valid")]}
+    with pytest.raises(ConfigError) as info:
+        structure(NodeAffinityArgs, {"addedAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [ZONE_A, bad_term]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": bad_term}],
+        }}, "args")
+    assert [path for path, _ in info.value.errors] == [
+        "args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[1]",
+        "args.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference",
+    ]
+    assert all('invalid label value "not valid"' in message for _, message in info.value.errors)
+
+
 # -- score ---------------------------------------------------------------------------
 
 ZONE_A = {"matchExpressions": [expr("zone", "In", "a")]}
@@ -254,6 +291,15 @@ def test_preferred_terms_score_and_normalize():
     run = run_plugin(plugin(), pod, nodes())
     assert run.raw_scores == {"n1": 8, "n2": 3, "n3": 0, "n4": 0, "n5": 5}
     assert run.scores == {"n1": 100, "n2": 37, "n3": 0, "n4": 0, "n5": 62}
+
+
+def test_preferred_term_kube_cannot_parse_scores_nothing():
+    # The invalid term (NotIn would match n2, n3, n4) adds nothing; the valid one scores as usual.
+    bad = {"matchExpressions": [expr("zone", "NotIn", "not valid")]}
+    pod = make_pod("p", affinity=preferred((50, bad), (5, ZONE_A)))
+    run = run_plugin(plugin(), pod, nodes())
+    assert run.raw_scores == {"n1": 5, "n2": 0, "n3": 0, "n4": 0, "n5": 5}
+    assert run.scores == {"n1": 100, "n2": 0, "n3": 0, "n4": 0, "n5": 100}
 
 
 def test_added_preferred_terms_add_up_with_the_pods():

@@ -31,6 +31,22 @@ def test_taint_toleration_filter():
     assert len(run_plugin(TaintToleration(), everything, nodes).feasible) == 4
 
 
+def test_comparison_operators_tolerate_nothing():
+    """Gt and Lt (a later Kubernetes feature, off here): the pod is read, and these
+    tolerations tolerate no taint, for Filter and for Score."""
+    nodes = [
+        make_node("clean"),
+        make_node("hard", taints=[{"key": "level", "value": "5", "effect": "NoSchedule"}]),
+        make_node("soft", taints=[{"key": "level", "value": "5", "effect": "PreferNoSchedule"}]),
+    ]
+    for operator in ("Gt", "Lt"):
+        pod = make_pod("p", tolerations=[{"key": "level", "operator": operator, "value": "3"},
+                                         {"key": "level", "operator": operator, "value": "7"}])
+        run = run_plugin(TaintToleration(), pod, nodes)
+        assert run.feasible == ["clean", "soft"]
+        assert run.raw_scores == {"clean": 0, "soft": 1}
+
+
 def test_taint_toleration_score_reverse_normalized():
     # Raw = untolerated PreferNoSchedule taints: clean 0, one 1, two 2.
     # Reverse DefaultNormalizeScore with max 2: 100 - 100*s/2 -> 100, 50, 0.

@@ -414,23 +414,22 @@ def test_malformed_objects_are_reported_and_the_rest_scheduled(plane, cluster, s
     assert 1 <= proc.metric("scorer_reflector_invalid_objects_total", {"resource": "pods"}) <= 2
 
 
-def test_required_anti_affinity_is_not_ignored(plane, cluster, scorers, tmp_path):
+def test_a_pod_with_a_claim_is_not_ignored(plane, cluster, scorers, tmp_path):
     namespace, scheduler = "affinity", "scorer-affinity"
     proc = ready(cluster, scorers, tmp_path, plane, namespace, scheduler, [node_manifest("aff-0")])
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}
     cluster.create_all([pod_manifest("web-0", namespace=namespace, scheduler=scheduler, labels={"app": "web"},
-                                     spec={"affinity": anti}),
+                                     spec=claim),
                         pod_manifest("plain", namespace=namespace, scheduler=scheduler)])
     wait_until(lambda: "plain" in cluster.bound(namespace), 30, "the plain pod bound")
     events = wait_until(lambda: [e for e in cluster.events(namespace, "web-0") if e["reason"] == "FailedScheduling"],
-                        30, "the anti-affinity pod's FailedScheduling event")
-    assert "InterPodAffinity" in events[0]["note"] and "anti-affinity" in events[0]["note"]
+                        30, "the claim pod's FailedScheduling event")
+    assert "VolumeBinding" in events[0]["note"] and "PersistentVolumeClaim" in events[0]["note"]
     assert "web-0" not in cluster.bound(namespace)
     condition = [c for c in cluster.pods(namespace)["web-0"]["status"].get("conditions", [])
                  if c["type"] == "PodScheduled"]
-    assert condition and condition[0]["reason"] == "Unschedulable" and "InterPodAffinity" in condition[0]["message"]
-    assert proc.metric("scheduler_unschedulable_pods", {"plugin": "InterPodAffinity"}) == 1
+    assert condition and condition[0]["reason"] == "Unschedulable" and "VolumeBinding" in condition[0]["message"]
+    assert proc.metric("scheduler_unschedulable_pods", {"plugin": "VolumeBinding"}) == 1
 
 
 def test_api_server_restart_mid_run(plane, cluster, scorers, tmp_path):

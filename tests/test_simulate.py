@@ -62,3 +62,17 @@ def test_pods_with_required_anti_affinity_are_placed_apart_by_inter_pod_affinity
     message = "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
     assert by_pod["default/web-2"].message.startswith(message)
     assert report.placed == 2 and report.unschedulable == 1 and report.errors == 0
+
+
+def test_a_pod_with_a_claim_is_not_placed_and_its_message_names_the_plugin():
+    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}
+    pods = [make_pod("web-0", labels={"app": "web"}, spec=claim), make_pod("plain")]
+    report = simulate(LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=pods), autoload=False)
+    by_pod = {p.pod: p for p in report.placements}
+    assert by_pod["default/plain"].node is not None
+    assert by_pod["default/web-0"].node is None
+    message = ("0/2 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the "
+               "VolumeBinding plugin; scorer does not implement it yet, so the pod is not placed.")
+    assert by_pod["default/web-0"].message == message
+    assert report.placed == 1 and report.unschedulable == 1 and report.errors == 0
+    assert {e.note for e in report.cluster.events if e.reason == "FailedScheduling"} == {message}

@@ -1,6 +1,8 @@
-"""Hard constraints no plugin evaluates (required pod affinity / anti-affinity, DoNotSchedule
-spreading, PersistentVolumeClaim volumes): the pod is not placed, and the rejection names the
-missing plugin, in the framework, the scheduling cycle, the queue and the events."""
+"""Hard constraints no plugin evaluates (PersistentVolumeClaim volumes, until the volume plugins
+exist): the pod is not placed, and the rejection names the missing plugin, in the framework, the
+scheduling cycle, the queue and the events. Pod (anti-)affinity and topology spreading are no longer
+checked: InterPodAffinity and PodTopologySpread evaluate them, and a profile that disables them
+ignores them, as kube-scheduler does."""
 
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ EPHEMERAL = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"
 NOT_IMPLEMENTED = "scorer does not implement it yet, so the pod is not placed"
 
 
-def anti_pod(name="web-0"):
-    return make_pod(name, labels={"app": "web"}, affinity=ANTI)
+def claim_pod(name="web-0"):
+    return make_pod(name, labels={"app": "web"}, spec={"volumes": [PVC]})
 
 
 @attrs.frozen
@@ -82,19 +84,6 @@ def pre_filter(fwk, pod):
 
 REJECTED = [
     # (pod spec, rejecting plugin, message)
-    ({"affinity": AFFINITY}, "InterPodAffinity",
-     f"pod has required pod affinity, which needs the InterPodAffinity plugin; {NOT_IMPLEMENTED}"),
-    ({"affinity": ANTI}, "InterPodAffinity",
-     f"pod has required pod anti-affinity, which needs the InterPodAffinity plugin; {NOT_IMPLEMENTED}"),
-    ({"affinity": {**AFFINITY, **ANTI}}, "InterPodAffinity",
-     "pod has required pod affinity and required pod anti-affinity, which need the InterPodAffinity plugin; "
-     f"{NOT_IMPLEMENTED}"),
-    ({"topologySpreadConstraints": [SPREAD]}, "PodTopologySpread",
-     "pod has a topology spread constraint with whenUnsatisfiable DoNotSchedule, which needs the "
-     f"PodTopologySpread plugin; {NOT_IMPLEMENTED}"),
-    ({"topologySpreadConstraints": [SOFT_SPREAD, SPREAD, {**SPREAD, "topologyKey": "host"}]}, "PodTopologySpread",
-     "pod has 2 topology spread constraints with whenUnsatisfiable DoNotSchedule, which need the "
-     f"PodTopologySpread plugin; {NOT_IMPLEMENTED}"),
     ({"volumes": [{"name": "cfg", "configMap": {"name": "c"}}, PVC]}, "VolumeBinding",
      "pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin; "
      f"{NOT_IMPLEMENTED}"),
@@ -104,16 +93,10 @@ REJECTED = [
     ({"volumes": [PVC, EPHEMERAL]}, "VolumeBinding",
      "pod has 2 volumes backed by PersistentVolumeClaims, which need the VolumeBinding plugin; "
      f"{NOT_IMPLEMENTED}"),
-    # Several plugins: each is named; the first in kube's order is the rejector.
-    ({"affinity": ANTI, "volumes": [PVC]}, "VolumeBinding",
-     "pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin, and required "
-     "pod anti-affinity, which needs the InterPodAffinity plugin; scorer does not implement them yet, so the pod "
-     "is not placed"),
+    # Other hard constraints alongside do not change the message: only missing plugins are named.
     ({"affinity": ANTI, "topologySpreadConstraints": [SPREAD], "volumes": [PVC]}, "VolumeBinding",
-     "pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin, a topology "
-     "spread constraint with whenUnsatisfiable DoNotSchedule, which needs the PodTopologySpread plugin, and "
-     "required pod anti-affinity, which needs the InterPodAffinity plugin; scorer does not implement them yet, "
-     "so the pod is not placed"),
+     "pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin; "
+     f"{NOT_IMPLEMENTED}"),
 ]
 
 
@@ -134,87 +117,68 @@ ACCEPTED = [
                       {"key": "kubernetes.io/hostname", "operator": "Exists"}]}]}}}},
     {"affinity": {"podAffinity": {REQUIRED: []}, "podAntiAffinity": {}}},
     {"topologySpreadConstraints": [SOFT_SPREAD]},
+    # Hard constraints of plugins scorer implements: those plugins evaluate them (or, disabled, ignore them).
+    {"affinity": AFFINITY},
+    {"affinity": ANTI},
+    {"topologySpreadConstraints": [SPREAD, {**SPREAD, "topologyKey": "host"}]},
     {"volumes": [{"name": "cfg", "configMap": {"name": "c"}}, {"name": "tmp", "emptyDir": {}},
                  {"name": "token", "projected": {"sources": []}}]},
 ]
 
 
 @pytest.mark.parametrize("spec", ACCEPTED)
-def test_soft_constraints_and_other_volumes_are_not_rejected(spec):
+def test_other_constraints_and_volumes_are_not_rejected(spec):
     allowed, status = pre_filter(framework(), make_pod("web-0", spec=spec))
     assert allowed is None and status.is_success()
 
 
-@pytest.mark.parametrize(("spec", "plugin", "message"), [case for case in REJECTED if "them" not in case[2]])
+@pytest.mark.parametrize(("spec", "plugin", "message"), REJECTED)
 def test_an_enabled_plugin_of_that_name_steps_aside(spec, plugin, message):
     assert pre_filter(framework(Passes(plugin)), make_pod("web-0", spec=spec))[1].is_success()
 
 
 @pytest.mark.parametrize("point", ["pre_filter", "filter_batch"])
 def test_enabled_at_pre_filter_or_filter_is_enough(point):
-    only = type("Only", (), {"name": "InterPodAffinity", point: Passes.__dict__[point]})()
-    assert pre_filter(framework(only), anti_pod())[1].is_success()
+    only = type("Only", (), {"name": "VolumeBinding", point: Passes.__dict__[point]})()
+    assert pre_filter(framework(only), claim_pod())[1].is_success()
 
 
 def test_a_plugin_of_that_name_at_another_point_does_not_step_aside():
     class ScoreOnly:
-        name = "InterPodAffinity"
+        name = "VolumeBinding"
 
         def score_batch(self, state, pod, nodes):
             return [0] * len(nodes)
 
-    status = pre_filter(framework(ScoreOnly()), anti_pod())[1]
-    assert status.plugin == "InterPodAffinity" and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-
-
-def test_enabling_one_plugin_leaves_the_others_checked():
-    pod = make_pod("web-0", affinity=ANTI, spec={"volumes": [PVC]})
-    status = pre_filter(framework(Passes("VolumeBinding")), pod)[1]
-    assert status.plugin == "InterPodAffinity"
-    assert status.reasons == (
-        f"pod has required pod anti-affinity, which needs the InterPodAffinity plugin; {NOT_IMPLEMENTED}",)
+    status = pre_filter(framework(ScoreOnly()), claim_pod())[1]
+    assert status.plugin == "VolumeBinding" and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def test_an_installed_plugin_that_the_profile_does_not_enable_is_named_as_such():
-    status = pre_filter(framework(installed=["InterPodAffinity"]), anti_pod())[1]
-    assert status.reasons == ('pod has required pod anti-affinity, which needs the InterPodAffinity plugin; it is '
-                              'not enabled in profile "test-scheduler", so the pod is not placed',)
-    pod = make_pod("web-0", affinity=ANTI, spec={"volumes": [PVC], "topologySpreadConstraints": [SPREAD]})
-    status = pre_filter(framework(installed=["InterPodAffinity"]), pod)[1]
-    assert status.message().endswith(
-        "scorer does not implement VolumeBinding and PodTopologySpread yet and InterPodAffinity is not enabled in "
-        'profile "test-scheduler", so the pod is not placed')
-    status = pre_filter(framework(installed=GUARDED_PLUGINS), pod)[1]
-    assert status.message().endswith('; they are not enabled in profile "test-scheduler", so the pod is not placed')
+    status = pre_filter(framework(installed=["VolumeBinding"]), claim_pod())[1]
+    assert status.reasons == ("pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding "
+                              'plugin; it is not enabled in profile "test-scheduler", so the pod is not placed',)
 
 
-def test_the_guarded_plugins_are_kube_default_plugins():
+def test_the_guarded_plugins_are_the_volume_plugins_scorer_lacks():
+    assert GUARDED_PLUGINS == ("VolumeBinding",)
     assert set(GUARDED_PLUGINS) <= KUBE_PLUGINS
-    assert framework().unsupported.missing == ("VolumeBinding", "PodTopologySpread", "InterPodAffinity")
-    assert framework(Passes("PodTopologySpread")).unsupported.missing == ("VolumeBinding", "InterPodAffinity")
+    assert framework().unsupported.missing == ("VolumeBinding",)
+    assert framework(Passes("VolumeBinding")).unsupported.missing == ()
 
 
 # -- the scheduling cycle, the queue, events and conditions ----------------------------------
 
 
-def pvc_pod(name="web-0"):
-    """A pod whose constraint stays unimplemented (InterPodAffinity, a built-in now, evaluates
-    the anti-affinity these tests used before)."""
-    return make_pod(name, labels={"app": "web"}, spec={"volumes": [PVC]})
-
-
-PVC_MESSAGE = ("pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding plugin; "
-               f"{NOT_IMPLEMENTED}")
-
-
 def test_the_cycle_records_the_plugin_as_rejector_and_writes_the_fit_error():
-    asm, cluster = build(None, NODES, [pvc_pod(), make_pod("plain")])
+    asm, cluster = build(None, NODES, [claim_pod(), make_pod("plain")])
     schedule_all(asm)
     assert cluster.pods["default/plain"].node_name  # other pods are placed
     assert not cluster.pods["default/web-0"].node_name
     [info] = asm.queue.pending_pods()
     assert info.unschedulable_plugins == frozenset({"VolumeBinding"})
-    message = f"0/3 nodes are available: {PVC_MESSAGE}."
+    message = ("0/3 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the "
+               f"VolumeBinding plugin; {NOT_IMPLEMENTED}.")
     failed = [e for e in cluster.events if e.reason == "FailedScheduling"]
     assert failed and all(e.pod == "default/web-0" and e.note == message for e in failed)
     condition = cluster.conditions["default/web-0"]
@@ -222,7 +186,7 @@ def test_the_cycle_records_the_plugin_as_rejector_and_writes_the_fit_error():
 
 
 def test_an_update_of_the_pod_requeues_it_and_without_the_constraint_it_is_placed():
-    pod = pvc_pod()
+    pod = claim_pod()
     asm, cluster = build(None, NODES, [pod])
     schedule_all(asm)
     assert asm.queue.pending_counts()[UNSCHEDULABLE] == 1
@@ -232,13 +196,6 @@ def test_an_update_of_the_pod_requeues_it_and_without_the_constraint_it_is_place
     asm.queue.flush_backoff_completed(float("inf"))
     schedule_all(asm)
     assert cluster.pods["default/web-0"].node_name
-
-
-def test_the_built_in_inter_pod_affinity_places_a_pod_with_required_anti_affinity():
-    asm, cluster = build(None, NODES, [anti_pod()])
-    schedule_all(asm)
-    assert cluster.pods["default/web-0"].node_name
-    assert "InterPodAffinity" not in asm.frameworks["default-scheduler"].unsupported.missing
 
 
 class VolumeBinding(Passes):
@@ -251,7 +208,7 @@ class VolumeBinding(Passes):
 
 
 def test_an_installed_plugin_of_that_name_is_in_the_default_profile_and_the_pod_is_placed():
-    asm, cluster = build(None, NODES, [pvc_pod()], VolumeBinding)
+    asm, cluster = build(None, NODES, [claim_pod()], VolumeBinding)
     schedule_all(asm)
     assert cluster.pods["default/web-0"].node_name
 
@@ -280,14 +237,14 @@ def test_requeue_events_keep_the_pod_parked_until_its_own_update_or_the_timeout(
         assert result.unschedulable_plugins == frozenset({"VolumeBinding"})
         return queue.add_unschedulable_if_not_present(info, unschedulable_plugins=result.unschedulable_plugins)
 
-    assert park(pvc_pod()) == UNSCHEDULABLE
+    assert park(claim_pod()) == UNSCHEDULABLE
     assert queue.move_all_to_active_or_backoff(EVENT_NODE_ADD) == 0
     assert queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD) == 0
     update = ClusterEvent(UNSCHEDULABLE_POD, UPDATE_POD_OTHER, "UnschedulablePodUpdate")
-    assert queue.update(None, pvc_pod(), event=update) == BACKOFF
-    queue.delete(pvc_pod())
+    assert queue.update(None, claim_pod(), event=update) == BACKOFF
+    queue.delete(claim_pod())
     clock.now = 1000.0
-    assert park(pvc_pod("web-1")) == UNSCHEDULABLE
+    assert park(claim_pod("web-1")) == UNSCHEDULABLE
     clock.now += 301
     assert queue.flush_unschedulable_leftover() == 1 and queue.pending_counts()[ACTIVE] == 1
 
@@ -297,10 +254,9 @@ def test_requeue_events_leave_a_real_plugin_of_that_name_alone():
     config["profiles"].append({"schedulerName": "other",
                                "plugins": {"multiPoint": {"disabled": [{"name": "VolumeBinding"}]}}})
     asm, _ = build(config, NODES, [], VolumeBinding)
-    # PodTopologySpread and InterPodAffinity are built-ins now: with a VolumeBinding plugin installed,
-    # the default profile misses nothing; the profile that disables it misses VolumeBinding.
     assert asm.frameworks["default-scheduler"].unsupported.missing == ()
-    assert asm.frameworks["other"].unsupported.missing == ("VolumeBinding",)
+    assert asm.frameworks["other"].unsupported.missing == GUARDED_PLUGINS
     # VolumeBinding is a plugin of one profile (without events_to_register: woken by every event),
     # so no entry is made for it.
     assert requeue_events(asm.frameworks.values()) == {}
+    assert requeue_events([asm.frameworks["other"]]) == {"VolumeBinding": list(REQUEUE_EVENTS)}

@@ -5,9 +5,9 @@ the bench and the tests (``scorer.cluster.memory``), and the API reflectors
 and client of ``scorer run`` (next). Nothing here knows which one it talks to.
 
 Reading the cluster: a ``ClusterSource`` lists every object once, then feeds
-each change (add, update, delete of nodes, pods and namespaces; later owners
-and PodDisruptionBudgets) to ``ObjectHandlers`` (``scorer.eventhandlers``),
-which update the cache and turn the change into the queue's ClusterEvent.
+each change (add, update, delete of namespaces, workloads, nodes and pods) to
+``ObjectHandlers`` (``scorer.eventhandlers``), which update the cache and
+turn the change into the queue's ClusterEvent.
 
 Writing to the cluster: a ``Binder`` binds a pod to a node (the Bind plugin
 DefaultBinder calls it from the binding cycle). An ``EventRecorder`` takes
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from scorer.errors import BindConflict
 
 if TYPE_CHECKING:
-    from scorer.model import Namespace, Node, Pod
+    from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 
 __all__ = ["BindConflict", "Binder", "ClusterSource", "ClusterWriter", "EventRecorder", "EventSink",
            "ObjectHandlers"]
@@ -107,8 +107,9 @@ class ObjectHandlers(Protocol):
     """What a cluster source feeds: one call per object change (``scorer.eventhandlers``).
 
     ``old`` is the object as last delivered. Sources deliver the changes of
-    one object in order; objects of kinds added later (owners,
-    PodDisruptionBudgets) get handlers of the same shape.
+    one object in order. Workloads are the objects that select pods: Services,
+    ReplicationControllers, ReplicaSets, StatefulSets (``SelectorOwner``) and
+    PodDisruptionBudgets, one set of handlers for all of them.
     """
 
     def on_node_add(self, node: Node) -> None: ...
@@ -129,13 +130,21 @@ class ObjectHandlers(Protocol):
 
     def on_namespace_delete(self, namespace: Namespace) -> None: ...
 
+    def on_workload_add(self, obj: SelectorOwner | PodDisruptionBudget) -> None: ...
+
+    def on_workload_update(
+        self, old: SelectorOwner | PodDisruptionBudget, new: SelectorOwner | PodDisruptionBudget
+    ) -> None: ...
+
+    def on_workload_delete(self, obj: SelectorOwner | PodDisruptionBudget) -> None: ...
+
 
 @runtime_checkable
 class ClusterSource(Protocol):
     """Lists and watches the cluster's objects into ``ObjectHandlers``."""
 
     async def run(self, handlers: ObjectHandlers) -> None:
-        """Deliver every object once (namespaces, nodes, then pods), then each change,
+        """Deliver every object once (namespaces, workloads, nodes, then pods), then each change,
         until cancelled. Reconnects and re-lists are the source's business."""
 
     def has_synced(self) -> bool:

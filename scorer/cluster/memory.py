@@ -1,6 +1,7 @@
 """An in-memory cluster: the cluster of ``scorer simulate``, explain, the bench and the tests.
 
-It holds Nodes, Pods and Namespaces, and implements the three seams of
+It holds Nodes, Pods, Namespaces and workloads (Services, ReplicationControllers,
+ReplicaSets, StatefulSets, PodDisruptionBudgets), and implements the three seams of
 ``scorer.cluster.interface`` the way a kube-apiserver would:
 
 * ``Binder``: ``bind`` sets ``spec.nodeName`` and ``PodScheduled=True``, or
@@ -9,7 +10,7 @@ It holds Nodes, Pods and Namespaces, and implements the three seams of
   would not refuse it, but a simulation should not bind to a missing node);
 * ``EventSink``: keeps the Events and PodScheduled conditions written to it;
 * ``ClusterSource``: ``start(handlers)`` lists every object into the event
-  handlers (namespaces, nodes, then pods, in the order given), and from then
+  handlers (namespaces, workloads, nodes, then pods, in the order given), and from then
   on every change made through it (``bind``, ``apply``, ``delete``) reaches
   the handlers at once, as a watch without latency would deliver it.
 """
@@ -23,9 +24,11 @@ import attrs
 
 from scorer.cluster.interface import BindConflict, ObjectHandlers
 from scorer.errors import ScorerError
-from scorer.model import LoadedObjects, Namespace, Node, Pod
+from scorer.model import ClusterObject, LoadedObjects, Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 
-__all__ = ["BindConflict", "Event", "InMemoryCluster", "PodCondition"]
+Workload = SelectorOwner | PodDisruptionBudget
+
+__all__ = ["BindConflict", "Event", "InMemoryCluster", "PodCondition", "workload_key"]
 
 
 @attrs.frozen(slots=True)
@@ -46,10 +49,19 @@ class PodCondition:
 
 
 class InMemoryCluster:
-    def __init__(self, nodes: list[Node], pods: list[Pod], namespaces: list[Namespace]) -> None:
+    """``workloads`` are keyed by ``workload_key`` (``Service/ns/name``, ``PodDisruptionBudget/ns/name``)."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        pods: list[Pod],
+        namespaces: list[Namespace],
+        workloads: list[Workload] | tuple[Workload, ...] = (),
+    ) -> None:
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.pods: dict[str, Pod] = {p.key: p for p in pods}
         self.namespaces: dict[str, Namespace] = {ns.name: ns for ns in namespaces}
+        self.workloads: dict[str, Workload] = {workload_key(w): w for w in workloads}
         self.events: list[Event] = []
         self.conditions: dict[str, PodCondition] = {}
         self.binds = 0
@@ -59,7 +71,7 @@ class InMemoryCluster:
 
     @classmethod
     def from_objects(cls, objects: LoadedObjects) -> InMemoryCluster:
-        return cls(list(objects.nodes), list(objects.pods), list(objects.namespaces))
+        return cls(list(objects.nodes), list(objects.pods), list(objects.namespaces), list(objects.workloads))
 
     # -- Binder ---------------------------------------------------------------
     async def bind(self, pod: Pod, node_name: str) -> None:
@@ -118,6 +130,8 @@ class InMemoryCluster:
         self._handlers = handlers
         for namespace in self.namespaces.values():
             handlers.on_namespace_add(namespace)
+        for workload in self.workloads.values():
+            handlers.on_workload_add(workload)
         for node in self.nodes.values():
             handlers.on_node_add(node)
         for pod in self.pods.values():
@@ -136,8 +150,8 @@ class InMemoryCluster:
         await self._synced.wait()
 
     # -- changes, as an API client would make them --------------------------------
-    def apply(self, obj: Node | Pod | Namespace) -> None:
-        """Create or replace a Node, Pod or Namespace (by name) and tell the handlers."""
+    def apply(self, obj: ClusterObject) -> None:
+        """Create or replace a Node, Pod, Namespace or workload (by kind and name) and tell the handlers."""
         store, key, kind = self._store_of(obj)
         old = store.get(key)
         store[key] = obj
@@ -146,23 +160,31 @@ class InMemoryCluster:
         elif self._handlers is not None:
             getattr(self._handlers, f"on_{kind}_update")(old, obj)
 
-    def delete(self, obj: Node | Pod | Namespace) -> None:
-        """Remove a Node, Pod or Namespace (by name) and tell the handlers; unknown objects are ignored."""
+    def delete(self, obj: ClusterObject) -> None:
+        """Remove a Node, Pod, Namespace or workload (by kind and name) and tell the handlers;
+        unknown objects are ignored."""
         store, key, kind = self._store_of(obj)
         old = store.pop(key, None)
         if self._handlers is not None and old is not None:
             getattr(self._handlers, f"on_{kind}_delete")(old)
 
-    def _store_of(self, obj: Node | Pod | Namespace) -> tuple[dict[str, Any], str, str]:
+    def _store_of(self, obj: ClusterObject) -> tuple[dict[str, Any], str, str]:
         if isinstance(obj, Node):
             return self.nodes, obj.name, "node"
         if isinstance(obj, Pod):
             return self.pods, obj.key, "pod"
-        return self.namespaces, obj.name, "namespace"
+        if isinstance(obj, Namespace):
+            return self.namespaces, obj.name, "namespace"
+        return self.workloads, workload_key(obj), "workload"
 
     # -- reading ------------------------------------------------------------------
     def pending_pods(self) -> list[Pod]:
         return [p for p in self.pods.values() if not p.node_name]
+
+
+def workload_key(obj: Workload) -> str:
+    """``kind/namespace/name``: a Service and a PodDisruptionBudget may share a name."""
+    return obj.key if isinstance(obj, SelectorOwner) else f"PodDisruptionBudget/{obj.key}"
 
 
 _POD_FIELDS = tuple(field.name for field in attrs.fields(Pod))  # the derived ones (init=False) too

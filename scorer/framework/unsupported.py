@@ -6,38 +6,35 @@ whose placement depends on one of them would otherwise be placed as if its
 constraint did not exist. So before any PreFilter plugin runs, the framework
 (``Framework.run_pre_filter``) checks each pod for the hard constraints below:
 
-============================================  =================
-the pod has                                   needs
-============================================  =================
-PersistentVolumeClaim volumes, or ephemeral   VolumeBinding
+==============================================  =============
+the pod has                                     needs
+==============================================  =============
+PersistentVolumeClaim volumes, or ephemeral     VolumeBinding
 volumes (kube creates a claim for each)
-a topology spread constraint with             PodTopologySpread
-``whenUnsatisfiable: DoNotSchedule``
-required pod affinity (``podAffinity``'s      InterPodAffinity
-``requiredDuringScheduling...``)
-required pod anti-affinity                    InterPodAffinity
-============================================  =================
+==============================================  =============
+
+Pod affinity, anti-affinity and topology spread constraints were checked
+here too until scorer implemented InterPodAffinity and PodTopologySpread. A
+profile that disables those plugins ignores such constraints, as
+kube-scheduler does: disabling a plugin is the user's choice, not a gap.
 
 A pod with one of them is rejected at PreFilter with
 UnschedulableAndUnresolvable; ``status.plugin`` is the missing plugin (the
-first in kube's order, VolumeBinding, PodTopologySpread, InterPodAffinity,
-when several are), so the queue records it as the rejector plugin, and the
-FailedScheduling event, the PodScheduled condition and ``simulate``/``explain``
-show the FitError ``0/<N> nodes are available: <message>.``, whose message
-names each missing plugin::
+first in kube's order when several are), so the queue records it as the
+rejector plugin, and the FailedScheduling event, the PodScheduled condition
+and ``simulate``/``explain`` show the FitError ``0/<N> nodes are available:
+<message>.``, whose message names each missing plugin::
 
-    pod has required pod anti-affinity, which needs the InterPodAffinity plugin;
-    scorer does not implement it yet, so the pod is not placed
+    pod has a volume backed by a PersistentVolumeClaim, which needs the
+    VolumeBinding plugin; scorer does not implement it yet, so the pod is not
+    placed
 
 The check steps aside for a plugin that the pod's profile enables at preFilter
 or filter: an installed plugin of that name evaluates the constraint. One that
 is installed but not enabled there is named as such (``... it is not enabled
 in profile "default-scheduler", so the pod is not placed``). It is
 part of the framework, not a plugin, so every profile has it and no
-configuration turns it off by accident. Soft constraints (preferred affinity
-and anti-affinity, ``ScheduleAnyway`` spreading, kube's system default
-spreading) are not checked: ignoring a preference still gives a valid
-placement.
+configuration turns it off by accident.
 
 Requeueing: nothing in the cluster can make such a pod placeable, only a change
 of the pod itself (or a scorer with the plugin). ``requeue_events`` gives the
@@ -58,8 +55,6 @@ from scorer.inputs.describe import quote
 from scorer.model import Pod
 
 VOLUME_BINDING = "VolumeBinding"
-POD_TOPOLOGY_SPREAD = "PodTopologySpread"
-INTER_POD_AFFINITY = "InterPodAffinity"
 
 # The points where a plugin evaluates these constraints; enabled at either, the check steps aside.
 EVALUATING_POINTS: tuple[str, ...] = ("preFilter", "filter")
@@ -81,28 +76,6 @@ def _volumes(pod: Pod) -> tuple[str, bool] | None:
     return _count(n, "a volume backed by a PersistentVolumeClaim", "volumes backed by PersistentVolumeClaims"), n > 1
 
 
-def _spread(pod: Pod) -> tuple[str, bool] | None:
-    n = sum(1 for c in pod.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule")
-    if not n:
-        return None
-    return _count(n, "a topology spread constraint", "topology spread constraints") + (
-        " with whenUnsatisfiable DoNotSchedule"), n > 1
-
-
-def _pod_affinity(pod: Pod) -> tuple[str, bool] | None:
-    affinity = pod.affinity
-    if affinity is None or affinity.pod_affinity is None or not affinity.pod_affinity.required:
-        return None
-    return "required pod affinity", False
-
-
-def _pod_anti_affinity(pod: Pod) -> tuple[str, bool] | None:
-    affinity = pod.affinity
-    if affinity is None or affinity.pod_anti_affinity is None or not affinity.pod_anti_affinity.required:
-        return None
-    return "required pod anti-affinity", False
-
-
 @attrs.frozen(slots=True)
 class Constraint:
     """A hard constraint and the plugin that evaluates it. ``find(pod)`` describes the
@@ -115,9 +88,6 @@ class Constraint:
 # In kube's default plugin order (reference §2.1): the first missing one is the rejector.
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(VOLUME_BINDING, _volumes),
-    Constraint(POD_TOPOLOGY_SPREAD, _spread),
-    Constraint(INTER_POD_AFFINITY, _pod_affinity),
-    Constraint(INTER_POD_AFFINITY, _pod_anti_affinity),
 )
 GUARDED_PLUGINS: tuple[str, ...] = tuple(dict.fromkeys(c.plugin for c in CONSTRAINTS))
 
@@ -139,9 +109,7 @@ class UnsupportedConstraints:
     def check(self, pod: Pod) -> Status | None:
         """None when the pod needs none of the missing plugins, else its rejection:
         UnschedulableAndUnresolvable, ``plugin`` = the first missing plugin it needs."""
-        if not self._constraints or (
-            pod.affinity is None and not pod.topology_spread_constraints and not pod.pvc_claims
-        ):
+        if not self._constraints or not pod.pvc_claims:
             return None  # the common pod: nothing to look at
         needs: dict[str, list[tuple[str, bool]]] = {}
         for constraint in self._constraints:

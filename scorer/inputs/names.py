@@ -1,7 +1,8 @@
 """Kubernetes name validators, with k8s.io/apimachinery's wording.
 
 ``qualified_name_errors`` is ``validation.IsQualifiedName`` (label keys,
-resource names); ``extended_resource_name_errors`` is the API's check of an
+resource names); ``label_value_errors`` is ``validation.IsValidLabelValue``;
+``extended_resource_name_errors`` is the API's check of an
 extended resource name (``example.com/gpu``). Both return the reasons a
 value is invalid, [] when it is valid. The configuration and the plugins'
 args use them, so they live below both.
@@ -16,6 +17,7 @@ _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 _NAME_MAX = 63
+_LABEL_VALUE_MAX = 63
 _PREFIX_MAX = 253
 
 
@@ -50,6 +52,20 @@ def qualified_name_errors(value: str) -> list[str]:
         "and end with an alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')",
     )
     return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Why ``value`` is not a valid label value (empty, or a name of at most 63 characters); [] if it is."""
+    if not value:
+        return []
+    if len(value) > _LABEL_VALUE_MAX:
+        return [f"must be no more than {_LABEL_VALUE_MAX} characters"]
+    if not _NAME.match(value):
+        return [
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character"
+        ]
+    return []
 
 
 def _part_errors(part: str, value: str, max_length: int, pattern: re.Pattern[str], malformed: str) -> list[str]:

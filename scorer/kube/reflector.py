@@ -30,6 +30,11 @@ reflector and informer do (reference ``kubernetes-api-client.md`` §4):
   delivered (the stored object: a delete only needs the key).
 * **Handlers** are synchronous and run on the reflector's task; an exception
   in one is logged with the object's key, counted, and the watch goes on.
+* **Versions.** A resource served under several group versions (PodDisruptionBudgets:
+  ``policy/v1`` from Kubernetes 1.21, ``policy/v1beta1`` before) lists its
+  candidate paths in order; before its first list the reflector asks the
+  server's discovery (``GET /apis/<group>/<version>``, open to every client)
+  and reads the first version served.
 
 Only the decoded objects of ``scorer.model`` are kept (one per key), never
 the API's JSON.
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import random
@@ -54,7 +60,7 @@ from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, printable
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.metrics import SchedulerMetrics
-from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict
+from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
 
 log = logging.getLogger("scorer.kube.reflector")
 
@@ -78,8 +84,11 @@ class Resource:
     """A resource the reflectors read.
 
     ``name`` is the API's plural (the metric label, the task name); ``kind``
-    names the handlers (``on_<kind>_add``, ``_update``, ``_delete``);
-    ``decode`` builds the model object from the API's JSON and raises
+    names the objects in messages and the handlers (``on_<kind>_add``,
+    ``_update``, ``_delete``) unless ``handlers`` names them (``workload``:
+    one set of handlers for Services, ReplicaSets...); ``fallback_paths`` are
+    older group versions of ``path``, read when the server does not serve
+    ``path``'s (see the module docstring); ``decode`` builds the model object from the API's JSON and raises
     ``ModelError`` for a malformed one; ``namespaced`` keys objects
     ``namespace/name`` (else ``name``); ``version`` gives a decoded object's
     resourceVersion, to tell changed objects in a re-list (None: the objects
@@ -92,6 +101,12 @@ class Resource:
     decode: Callable[[Mapping[str, Any]], Any]
     namespaced: bool = False
     version: Callable[[Any], Any] | None = None
+    handlers: str = ""
+    fallback_paths: tuple[str, ...] = ()
+
+    @property
+    def handler_kind(self) -> str:
+        return self.handlers or self.kind
 
     def key(self, raw: Mapping[str, Any]) -> str | None:
         """The store key of an API object (None when its metadata has no name)."""
@@ -112,11 +127,29 @@ class Resource:
         return bool(self.version(old) != self.version(new))
 
 
+def _workload(kind: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The decoder of one workload kind (list items carry no ``kind``)."""
+    return functools.partial(workload_from_dict, kind=kind)
+
+
 RESOURCES: dict[str, Resource] = {r.name: r for r in (
     Resource("namespaces", "/api/v1/namespaces", "namespace", namespace_from_dict),
+    Resource("services", "/api/v1/services", "service", _workload("Service"), namespaced=True,
+             version=_resource_version, handlers="workload"),
+    Resource("replicationcontrollers", "/api/v1/replicationcontrollers", "replicationcontroller",
+             _workload("ReplicationController"), namespaced=True, version=_resource_version, handlers="workload"),
+    Resource("replicasets", "/apis/apps/v1/replicasets", "replicaset", _workload("ReplicaSet"),
+             namespaced=True, version=_resource_version, handlers="workload"),
+    Resource("statefulsets", "/apis/apps/v1/statefulsets", "statefulset", _workload("StatefulSet"),
+             namespaced=True, version=_resource_version, handlers="workload"),
+    Resource("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", "poddisruptionbudget",
+             _workload("PodDisruptionBudget"), namespaced=True, version=_resource_version, handlers="workload",
+             fallback_paths=("/apis/policy/v1beta1/poddisruptionbudgets",)),
     Resource("nodes", "/api/v1/nodes", "node", node_from_dict, version=_resource_version),
     Resource("pods", "/api/v1/pods", "pod", pod_from_dict, namespaced=True, version=_resource_version),
 )}
+# The workload kinds (Services, controllers, PodDisruptionBudgets), in RESOURCES order.
+WORKLOAD_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "workload")
 
 
 class ReflectorMetrics:
@@ -245,7 +278,8 @@ class _Handlers:
 def bind_handlers(resource: Resource, handlers: object) -> _Handlers:
     """The bound ``on_<kind>_add/_update/_delete`` methods of ``handlers``."""
     try:
-        return _Handlers(*(getattr(handlers, f"on_{resource.kind}_{change}") for change in ("add", "update", "delete")))
+        return _Handlers(*(getattr(handlers, f"on_{resource.handler_kind}_{change}")
+                           for change in ("add", "update", "delete")))
     except AttributeError as error:
         raise TypeError(f"{type(handlers).__name__} cannot receive {resource.name}: {error}") from None
 
@@ -273,6 +307,8 @@ class Reflector:
         self.deliver_after = deliver_after
         self.store: dict[str, Any] = {}
         self.resource_version = ""
+        # The path read: resource.path, or a fallback the server serves (chosen before the first list).
+        self.path: str | None = None if resource.fallback_paths else resource.path
         self._rng = rng or random.Random()
         self._backoff = Backoff(min_backoff, max_backoff, rng=self._rng)
         self._handlers: _Handlers | None = None
@@ -346,8 +382,33 @@ class Reflector:
             self._state = f"backing off after {failure.what}"
             await asyncio.sleep(delay)
 
+    async def _choose_path(self) -> str:
+        """The first of the resource's paths whose group version the server serves (discovery)."""
+        candidates = (self.resource.path, *self.resource.fallback_paths)
+        for path in candidates:
+            group_version, _, plural = path.rpartition("/")
+            response = await self.client.request("GET", group_version)
+            if response.status == 404:
+                continue
+            if response.status != 200:
+                raise _status_error(response, self.max_backoff)
+            try:
+                served = {r.get("name") for r in response.json().get("resources") or () if isinstance(r, Mapping)}
+            except (orjson.JSONDecodeError, AttributeError) as error:
+                raise WatchError("an undecodable discovery answer", f"GET {group_version}: {error}") from None
+            if plural in served:
+                if path != self.resource.path:
+                    log.info("%s reflector: %s is not served; reading %s", self.resource.name,
+                             self.resource.path.rpartition("/")[0], group_version)
+                return path
+        tried = ", ".join(p.rpartition("/")[0] for p in candidates)
+        raise WatchError("an unserved resource", f"the API server serves none of {tried}")
+
     async def _list(self) -> None:
         """One LIST of every page, decoded with the GC paused, then delivered against the store."""
+        if self.path is None:
+            self._state = "discovering"
+            self.path = await self._choose_path()
         self._state = "listing"
         self._healthy = self._streaming = False
         self._lists.inc()
@@ -368,7 +429,7 @@ class Reflector:
         self._synced.set()
 
     async def _list_pages(self, items: dict[str, Any]) -> str:
-        path = self.resource.path
+        path = self._path()
         limit, token, version = self.page_size, "", ""
         seen: set[str] = set()
         while True:
@@ -442,7 +503,7 @@ class Reflector:
         self._healthy = self._streaming = False
         self._state = "watching"
         started = time.monotonic()
-        async with self.client.stream("GET", self.resource.path, params=params,
+        async with self.client.stream("GET", self._path(), params=params,
                                       read_timeout=timeout + WATCH_READ_MARGIN) as stream:
             if stream.status != 200:
                 raise _status_error(stream.response(await stream.read()), self.max_backoff)
@@ -561,6 +622,11 @@ class Reflector:
             self._handler_errors.inc()
             log.exception("%s reflector: handler %s failed for %s", self.resource.name,
                           getattr(handler, "__name__", handler), printable(key))
+
+    def _path(self) -> str:
+        if self.path is None:
+            raise RuntimeError(f"{self.resource.name} reflector: no path chosen (list first)")
+        return self.path
 
     def _require_handlers(self) -> _Handlers:
         if self._handlers is None:

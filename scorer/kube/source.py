@@ -1,11 +1,13 @@
 """``ApiSource``: the ``ClusterSource`` of a real cluster, one reflector per resource.
 
-``run(handlers)`` starts a reflector for each resource (namespaces, nodes,
-pods by default) as a task named ``reflector:<resource>``. The lists run
-concurrently, but each first list is delivered only after the one before it
-(``resources`` order), so the handlers see every namespace, then every node,
-then every pod, as the ``ClusterSource`` contract says; then all watches run
-side by side. Everything runs on the caller's event loop: the handlers are
+``run(handlers)`` starts a reflector for each resource (by default
+namespaces; the workloads: services, replicationcontrollers, replicasets,
+statefulsets, poddisruptionbudgets; nodes; pods) as a task named
+``reflector:<resource>``. The lists run concurrently, but each first list is
+delivered only after the one before it (``resources`` order), so the
+handlers see every namespace, then every workload, then every node, then
+every pod, as the ``ClusterSource`` contract says; then all watches run side
+by side. ``has_synced`` waits for every one of them. Everything runs on the caller's event loop: the handlers are
 synchronous and need no locking.
 
 A reflector never lets an error escape; should one crash all the same (a bug),
@@ -28,6 +30,7 @@ from scorer.kube.reflector import (
     MAX_BACKOFF,
     MIN_BACKOFF,
     RESOURCES,
+    WORKLOAD_RESOURCES,
     Backoff,
     InvalidCallback,
     Reflector,
@@ -37,7 +40,7 @@ from scorer.kube.reflector import (
 
 log = logging.getLogger("scorer.kube.source")
 
-DEFAULT_RESOURCES = ("namespaces", "nodes", "pods")
+DEFAULT_RESOURCES = ("namespaces", *WORKLOAD_RESOURCES, "nodes", "pods")
 
 
 class ApiSource:

@@ -5,7 +5,8 @@
 - ``scorer.model.requests``: request arithmetic (a pod's effective and
   non-zero requests, as kube-scheduler counts them).
 - ``scorer.model.decode``: API objects (dicts) to those types, with field
-  paths in every error (``pod_from_dict``, ``node_from_dict``...).
+  paths in every error (``pod_from_dict``, ``node_from_dict``,
+  ``workload_from_dict``...).
 - ``scorer.model.load``: cluster files to ``LoadedObjects`` through the one
   guarded reader (``load_file``, ``load_objects``).
 
@@ -17,8 +18,11 @@ from scorer.inputs.numbers import parse_int64
 from scorer.model import objects
 from scorer.model.decode import (
     API_VERSION,
+    API_VERSIONS,
     MAX_IMAGE_SIZE_BYTES,
     READ_KINDS,
+    WORKLOAD_KINDS,
+    ClusterObject,
     FieldError,
     namespace_from_dict,
     node_from_dict,
@@ -26,6 +30,7 @@ from scorer.model.decode import (
     object_name,
     parse_node_affinity,
     pod_from_dict,
+    workload_from_dict,
 )
 from scorer.model.load import LoadedObjects, load_file, load_objects
 from scorer.model.objects import *  # noqa: F403  (the names of objects.__all__, re-exported below)
@@ -40,11 +45,14 @@ from scorer.model.requests import (
 
 __all__ = [
     "API_VERSION",
+    "API_VERSIONS",
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "MAX_IMAGE_SIZE_BYTES",
     "NON_ZERO_DEFAULTS",
     "READ_KINDS",
+    "WORKLOAD_KINDS",
+    "ClusterObject",
     "FieldError",
     "LoadedObjects",
     "aggregate_container_requests",
@@ -60,5 +68,6 @@ __all__ = [
     "parse_node_affinity",
     "pod_from_dict",
     "pod_requests",
+    "workload_from_dict",
 ]
 __all__ += objects.__all__

@@ -1,8 +1,10 @@
 """API objects (decoded JSON/YAML dicts with camelCase fields) to scheduling objects.
 
-``pod_from_dict``, ``node_from_dict``, ``namespace_from_dict`` and
-``object_from_dict`` build the objects of ``scorer.model.objects``; unknown
-fields are ignored (these are API objects, not our config).
+``pod_from_dict``, ``node_from_dict``, ``namespace_from_dict``,
+``workload_from_dict`` (Service, ReplicationController, ReplicaSet,
+StatefulSet, PodDisruptionBudget) and ``object_from_dict`` build the objects
+of ``scorer.model.objects``; unknown fields are ignored (these are API
+objects, not our config).
 
 Every malformed value raises ``ModelError`` naming the object and the field
 (``Pod default/web (document 2 of cluster.yaml):
@@ -10,7 +12,22 @@ spec.containers[0].resources.requests.cpu: invalid quantity "abc" ...``); no
 KeyError/TypeError escapes for bad input. Values are described with
 ``scorer.inputs.describe``, the wording every decoder of scorer uses. Numbers
 must fit the API's integer types (int64, int32 where kube uses it); an
-apiVersion other than ``v1`` is an error.
+apiVersion the kind does not have (``API_VERSIONS``: ``v1`` for the core
+kinds, ``apps/v1`` for ReplicaSet and StatefulSet, ``policy/v1`` or
+``policy/v1beta1`` for PodDisruptionBudget) is an error.
+
+Selectors of the workloads, as kube-scheduler reads them: a Service without
+``spec.selector`` selects nothing (None), ``selector: {}`` every pod of its
+namespace (an empty LabelSelector); a ReplicationController, ReplicaSet or
+StatefulSet whose selector is missing or empty, and a PodDisruptionBudget
+whose selector is missing or empty, select nothing (None).
+
+Node selector requirements are kept as written when their values are not
+valid label values (or a Gt/Lt value is not an integer): the API server
+accepts them, and the scheduler's parse fails the term, which then matches
+no node (``NodeSelectorRequirement.parse_error``). Tolerations with the
+operators Gt and Lt (a later Kubernetes feature, off here) are accepted and
+tolerate nothing.
 
 Objects from the API server have already been defaulted; manifests read from
 files have not, so the parsers apply the API server defaults that change
@@ -30,19 +47,21 @@ decode parts of API objects in their args (NodeAffinity's addedAffinity).
 from __future__ import annotations
 
 import datetime
+import functools
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from scorer.errors import ModelError, QuantityError
 from scorer.inputs.describe import describe_value, expected, join_path, printable, quote
-from scorer.inputs.numbers import INT64_MAX, int_range_error, parse_int64
+from scorer.inputs.numbers import INT64_MAX, int_range_error
 from scorer.model.objects import (
     LABEL_SELECTOR_OPERATORS,
     NODE_FIELD_KEYS,
     NODE_INCLUSION_POLICIES,
     NODE_SELECTOR_OPERATORS,
     PORT_PROTOCOLS,
+    PREEMPTION_POLICIES,
     TAINT_EFFECTS,
     TOLERATION_OPERATORS,
     WHEN_UNSATISFIABLE,
@@ -63,7 +82,9 @@ from scorer.model.objects import (
     PodAffinity,
     PodAffinityTerm,
     PodAntiAffinity,
+    PodDisruptionBudget,
     PreferredSchedulingTerm,
+    SelectorOwner,
     Taint,
     Toleration,
     TopologySpreadConstraint,
@@ -76,6 +97,21 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 API_VERSION = "v1"
+# The apiVersions each kind is read in (the first is the one kube serves today).
+API_VERSIONS: Mapping[str, tuple[str, ...]] = types.MappingProxyType({
+    "Pod": (API_VERSION,),
+    "Node": (API_VERSION,),
+    "Namespace": (API_VERSION,),
+    "Service": (API_VERSION,),
+    "ReplicationController": (API_VERSION,),
+    "ReplicaSet": ("apps/v1",),
+    "StatefulSet": ("apps/v1",),
+    "PodDisruptionBudget": ("policy/v1", "policy/v1beta1"),
+})
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
+# Toleration operators of a later Kubernetes (TaintTolerationComparisonOperators): accepted,
+# and they tolerate nothing, as kube does with that feature off.
+_DISABLED_TOLERATION_OPERATORS: tuple[str, ...] = ("Gt", "Lt")
 # ImageLocality scales image sizes in float64 (as kube does) and sums them in
 # int64: sizes up to 2^53 (8 PiB) are exact there and cannot overflow the sums.
 MAX_IMAGE_SIZE_BYTES = 1 << 53
@@ -298,7 +334,7 @@ def _taint(obj: Mapping[str, Any], path: str) -> Taint:
 def _toleration(obj: Mapping[str, Any], path: str) -> Toleration:
     key = _str(obj, "key", path)
     operator = _str(obj, "operator", path) or "Equal"
-    if operator not in TOLERATION_OPERATORS:
+    if operator not in TOLERATION_OPERATORS and operator not in _DISABLED_TOLERATION_OPERATORS:
         raise FieldError(
             join_path(path, "operator"),
             f"unknown operator {quote(operator)}, expected one of Equal, Exists",
@@ -334,9 +370,11 @@ def _check_values(operator: str, values: tuple[str, ...], path: str) -> None:
         raise FieldError(join_path(path, "values"), f"must be non-empty when operator is {operator}")
     if operator in ("Exists", "DoesNotExist") and values:
         raise FieldError(join_path(path, "values"), f"must be empty when operator is {operator}")
-    if operator in ("Gt", "Lt") and (len(values) != 1 or parse_int64(values[0]) is None):
+    if operator in ("Gt", "Lt") and len(values) != 1:
+        # One value, as the API server checks; that it is an integer is the scheduler's
+        # parse, which fails the term (NodeSelectorRequirement.parse_error).
         raise FieldError(
-            join_path(path, "values"), f"must be a single integer when operator is {operator}"
+            join_path(path, "values"), f"must have exactly one value when operator is {operator}"
         )
 
 
@@ -637,6 +675,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         ),
         pvc_claims=_pvc_claims(spec, name),
         priority=0 if priority is None else priority,
+        preemption_policy=_optional_choice(spec, "preemptionPolicy", "spec", PREEMPTION_POLICIES)
+        or "PreemptLowerPriority",
         containers=containers,
         init_containers=init_containers,
         overhead=_resource_map(spec, "overhead", "spec"),
@@ -650,6 +690,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=_str(meta, "resourceVersion", "metadata"),
         creation_timestamp=_timestamp(meta, "creationTimestamp", "metadata"),
+        start_time=_timestamp(status, "startTime", "status"),
     )
     _check_totals(pod)
     return pod
@@ -706,12 +747,79 @@ def _namespace(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, 
 
 
 # --------------------------------------------------------------------------
+# Parsing: workloads (the objects that select pods)
+
+
+def _service(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> SelectorOwner:
+    spec = _mapping(obj, "spec", "")
+    # GetPodServices: a nil selector selects nothing, ``{}`` every pod of the namespace.
+    selector = None
+    if spec.get("selector") is not None:
+        selector = LabelSelector(match_labels=_str_map(spec, "selector", "spec"))
+    return _owner("Service", meta, namespace, name, selector)
+
+
+def _replication_controller(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
+) -> SelectorOwner:
+    labels = _str_map(_mapping(obj, "spec", ""), "selector", "spec")
+    # GetPodControllers: "an rc with a nil or empty selector ... should match nothing".
+    selector = LabelSelector(match_labels=labels) if labels else None
+    return _owner("ReplicationController", meta, namespace, name, selector)
+
+
+def _controller(kind: str) -> Callable[[Mapping[str, Any], Mapping[str, Any], str, str], SelectorOwner]:
+    """A ReplicaSet or StatefulSet: ``spec.selector`` a LabelSelector, empty selecting nothing."""
+
+    def build(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> SelectorOwner:
+        selector = _label_selector(_mapping(obj, "spec", ""), "selector", "spec")
+        return _owner(kind, meta, namespace, name, _none_if_empty(selector))
+
+    return build
+
+
+def _owner(
+    kind: str, meta: Mapping[str, Any], namespace: str, name: str, selector: LabelSelector | None
+) -> SelectorOwner:
+    return SelectorOwner(
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        selector=selector,
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _none_if_empty(selector: LabelSelector | None) -> LabelSelector | None:
+    return None if selector is None or selector.is_empty() else selector
+
+
+def _disruption_budget(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
+) -> PodDisruptionBudget:
+    spec = _mapping(obj, "spec", "")
+    status = _mapping(obj, "status", "")
+    disrupted = _optional_mapping(status, "disruptedPods", "status") or _EMPTY
+    for pod_name in disrupted:
+        if not isinstance(pod_name, str):
+            raise FieldError("status.disruptedPods", expected("pod names as keys", pod_name))
+    allowed = _optional_int(status, "disruptionsAllowed", "status", bits=32, low=0)
+    return PodDisruptionBudget(
+        namespace=namespace,
+        name=name,
+        # Preemption: "A PDB with a nil or empty selector matches nothing."
+        selector=_none_if_empty(_label_selector(spec, "selector", "spec")),
+        disruptions_allowed=allowed or 0,
+        disrupted_pods=frozenset(disrupted),
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+# --------------------------------------------------------------------------
 # Public parsing API
 
 
-def _metadata(
-    kind: str, obj: object, origin: str, namespaced: bool
-) -> tuple[Mapping[str, Any], str, str, str]:
+def _metadata(kind: str, obj: object, origin: str) -> tuple[Mapping[str, Any], str, str, str]:
     """(metadata, namespace, name, label) where label names the object in errors."""
     where = f" ({origin})" if origin else ""
     if not isinstance(obj, Mapping):
@@ -721,17 +829,20 @@ def _metadata(
     try:
         meta = _mapping(obj, "metadata", "")
         name = _required_str(meta, "name", "metadata")
-        namespace = (_str(meta, "namespace", "metadata") or "default") if namespaced else ""
+        if kind not in _CLUSTER_SCOPED:
+            namespace = _str(meta, "namespace", "metadata") or "default"
         declared = obj.get("kind")
         if declared is not None and declared != kind:
             raise FieldError("kind", f"expected {kind}, got {describe_value(declared)}")
         api_version = obj.get("apiVersion")
-        if api_version is not None and api_version != API_VERSION:
-            raise FieldError(
-                "apiVersion",
-                f"expected {quote(API_VERSION)} (the only version of {kind}), "
-                f"got {describe_value(api_version)}",
+        versions = API_VERSIONS[kind]
+        if api_version is not None and api_version not in versions:
+            wanted = (
+                f"{quote(versions[0])} (the only version of {kind})"
+                if len(versions) == 1
+                else " or ".join(quote(v) for v in versions)
             )
+            raise FieldError("apiVersion", f"expected {wanted}, got {describe_value(api_version)}")
     except FieldError as error:
         raise ModelError(f"{_label(kind, namespace, name)}{where}: {error.path}: {error.message}") from None
     return meta, namespace, name, _label(kind, namespace, name) + where
@@ -770,25 +881,53 @@ def _decode(
     build: Callable[[Mapping[str, Any], Mapping[str, Any], str, str], _T],
 ) -> _T:
     """``build(obj, metadata, namespace, name)``; a FieldError becomes a ModelError naming the object."""
-    meta, namespace, name, label = _metadata(kind, obj, origin, namespaced=kind == "Pod")
+    meta, namespace, name, label = _metadata(kind, obj, origin)
     try:
         return build(obj, meta, namespace, name)
     except FieldError as error:
         raise ModelError(f"{label}: {error.path}: {error.message}") from None
 
 
-READ_KINDS: tuple[str, ...] = ("Pod", "Node", "Namespace")
-_BUILDERS: dict[str, Callable[..., Pod | Node | Namespace]] = {
+_WORKLOAD_BUILDERS: dict[str, Callable[..., SelectorOwner | PodDisruptionBudget]] = {
+    "Service": _service,
+    "ReplicationController": _replication_controller,
+    "ReplicaSet": _controller("ReplicaSet"),
+    "StatefulSet": _controller("StatefulSet"),
+    "PodDisruptionBudget": _disruption_budget,
+}
+WORKLOAD_KINDS: tuple[str, ...] = tuple(_WORKLOAD_BUILDERS)
+
+
+def workload_from_dict(
+    obj: Mapping[str, Any], *, origin: str = "", kind: str | None = None
+) -> SelectorOwner | PodDisruptionBudget:
+    """Build a SelectorOwner (Service, ReplicationController, ReplicaSet, StatefulSet) or a
+    PodDisruptionBudget; ``kind`` (else ``obj["kind"]``) must be one of ``WORKLOAD_KINDS``."""
+    declared = kind if kind is not None else obj.get("kind") if isinstance(obj, Mapping) else None
+    build = _WORKLOAD_BUILDERS.get(declared) if isinstance(declared, str) else None
+    if build is None:
+        raise ModelError(
+            f"object{object_name(obj, origin) if isinstance(obj, Mapping) else ''}: kind: "
+            f"expected one of {', '.join(WORKLOAD_KINDS)}, got {describe_value(declared)}"
+        )
+    assert isinstance(declared, str)
+    return _decode(declared, obj, origin, build)
+
+
+READ_KINDS: tuple[str, ...] = ("Pod", "Node", "Namespace", *WORKLOAD_KINDS)
+ClusterObject = Pod | Node | Namespace | SelectorOwner | PodDisruptionBudget
+_BUILDERS: dict[str, Callable[..., ClusterObject]] = {
     "Pod": pod_from_dict,
     "Node": node_from_dict,
     "Namespace": namespace_from_dict,
+    **{kind: functools.partial(workload_from_dict, kind=kind) for kind in WORKLOAD_KINDS},
 }
 
 
 def object_from_dict(
     obj: Mapping[str, Any], *, origin: str = "", kind: str | None = None
-) -> Pod | Node | Namespace:
-    """Build a Pod, Node or Namespace according to ``kind`` (``obj["kind"]``,
+) -> ClusterObject:
+    """Build a Pod, Node, Namespace or workload according to ``kind`` (``obj["kind"]``,
     else the ``kind`` given, as for the items of a ``PodList``); other kinds
     are errors."""
     where = f" ({origin})" if origin else ""
@@ -805,7 +944,7 @@ def object_from_dict(
     if builder is None:
         raise ModelError(
             f"{printable(declared)}{object_name(obj, origin)}: kind: unsupported kind "
-            f"{quote(declared)}, expected Pod, Node or Namespace"
+            f"{quote(declared)}, expected one of {', '.join(READ_KINDS)}"
         )
     return builder(obj, origin=origin)
 

@@ -1,4 +1,4 @@
-"""Cluster files: YAML or JSON texts to the Pods, Nodes and Namespaces in them.
+"""Cluster files: YAML or JSON texts to the Pods, Nodes, Namespaces and workloads in them.
 
 ``load_file(path)`` and ``load_objects(text, source)`` read through the one
 guarded reader (``scorer.inputs.reader``, with the cluster limits) and decode
@@ -8,15 +8,20 @@ every document (``scorer.model.decode``). A document may be one object, a
 
 What the result (``LoadedObjects``) says about the input as a whole:
 
+- the kinds read (``READ_KINDS``): Pod, Node, Namespace, and the workloads
+  (``LoadedObjects.workloads``): Service, ReplicationController, ReplicaSet,
+  StatefulSet (``SelectorOwner``, for default topology spreading) and
+  PodDisruptionBudget (for preemption);
 - objects of kinds scorer does not read (a Deployment, a ConfigMap) are kept
   in ``others`` and counted in one warning per load
   (``skipped 3 objects of kinds scorer does not read: 2 Deployment, 1
   ConfigMap``); ``MetricsSnapshot`` documents go to ``others`` without a
   warning, for the snapshot reader (``scorer.sources.static``);
-- errors: a kind that is a near miss of Pod, Node or Namespace (``pod``,
-  ``Pods``), a KubeSchedulerConfiguration (it belongs to ``--config``), a
-  Pod/Node/Namespace whose apiVersion is not ``v1``, two objects of the same
-  kind and name (same namespace for pods), and pods bound to one node whose
+- errors: a kind that is a near miss of a kind read (``pod``, ``Pods``,
+  ``service``), a KubeSchedulerConfiguration (it belongs to ``--config``), an
+  object whose apiVersion its kind does not have (``v1`` for Pod...,
+  ``apps/v1`` for ReplicaSet...), two objects of the same kind and name (same
+  namespace for namespaced kinds), and pods bound to one node whose
   requests add up beyond int64 (the columns they are summed into);
 - warnings: a pod bound (``spec.nodeName``) to a node the input does not
   have; kube keeps such a pod, and it counts toward no node until that node
@@ -39,8 +44,8 @@ from scorer.errors import ModelError, ReadError
 from scorer.inputs.describe import describe_value, expected, printable, quote
 from scorer.inputs.numbers import INT64_MAX
 from scorer.inputs.reader import CLUSTER_LIMITS, Document, parse_documents, read_documents
-from scorer.model.decode import READ_KINDS, object_from_dict, object_name
-from scorer.model.objects import Namespace, Node, Pod
+from scorer.model.decode import READ_KINDS, ClusterObject, object_from_dict, object_name
+from scorer.model.objects import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
 
 # Kinds other parts of scorer read from a cluster file.
 SNAPSHOT_KIND = "MetricsSnapshot"
@@ -53,6 +58,8 @@ _LISTED_UNBOUND = 5
 class LoadedObjects:
     """What a cluster file holds.
 
+    ``workloads`` holds the Services, ReplicationControllers, ReplicaSets,
+    StatefulSets (``SelectorOwner``) and PodDisruptionBudgets, in file order.
     ``skipped`` names the objects of kinds scorer does not read
     (``"Service default/web"``); ``others`` holds them (and MetricsSnapshot
     documents) as ``Document``s, for callers that read kinds of their own.
@@ -63,6 +70,7 @@ class LoadedObjects:
     pods: list[Pod] = attrs.Factory(list)
     nodes: list[Node] = attrs.Factory(list)
     namespaces: list[Namespace] = attrs.Factory(list)
+    workloads: list[SelectorOwner | PodDisruptionBudget] = attrs.Factory(list)
     skipped: list[str] = attrs.Factory(list)
     others: list[Any] = attrs.Factory(list)
     warnings: list[str] = attrs.Factory(list)
@@ -181,23 +189,26 @@ class _Loader:
             self.loaded.skipped.append(f"{printable(kind)}{named or name}")
             self.skipped_kinds[kind] += 1
 
-    def _record(self, result: Pod | Node | Namespace, origin: str) -> None:
-        if isinstance(result, Pod):
-            key, label = result.key, f"Pod {printable(result.key)}"
+    def _record(self, result: ClusterObject, origin: str) -> None:
+        if isinstance(result, (Node, Namespace)):
+            kind, key = type(result).__name__, result.name
+        elif isinstance(result, SelectorOwner):
+            kind, key = result.kind, f"{result.namespace}/{result.name}"
         else:
-            kind = "Node" if isinstance(result, Node) else "Namespace"
-            key, label = result.name, f"{kind} {printable(result.name)}"
-        first = self.first_seen.get((type(result).__name__, key))
+            kind, key = type(result).__name__, f"{result.namespace}/{result.name}"
+        first = self.first_seen.get((kind, key))
         if first is not None:
-            raise ModelError(f"{label} ({origin}): defined twice, first in {first}")
-        self.first_seen[type(result).__name__, key] = origin
+            raise ModelError(f"{kind} {printable(key)} ({origin}): defined twice, first in {first}")
+        self.first_seen[kind, key] = origin
         if isinstance(result, Pod):
             self.loaded.pods.append(result)
             self.pod_origins.append(origin)
         elif isinstance(result, Node):
             self.loaded.nodes.append(result)
-        else:
+        elif isinstance(result, Namespace):
             self.loaded.namespaces.append(result)
+        else:
+            self.loaded.workloads.append(result)
 
     def _check_bound_pods(self) -> None:
         """Per-node totals must fit int64; pods bound to missing nodes are reported."""

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
+from scorer.inputs.describe import quote
+from scorer.inputs.names import label_value_errors, qualified_name_errors
 from scorer.inputs.numbers import parse_int64
 from scorer.model.requests import pod_requests
 
@@ -223,12 +225,30 @@ class NodeSelectorTerm:
     """Requirements AND-ed together; a term with none matches no node.
 
     ``match_fields`` support only the key ``metadata.name``.
+
+    ``parse_error`` is why kube-scheduler cannot parse ``match_expressions``
+    into a label selector (``labels.NewRequirement``: a key that is not a
+    qualified name, a value that is not a valid label value, a Gt/Lt value
+    that is not one integer...), None when it can. The API server accepts such
+    terms; the scheduler fails them: a term with a parse error matches no node.
     """
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
+    parse_error: str | None = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        error = None
+        for index, requirement in enumerate(self.match_expressions):
+            problem = _requirement_parse_error(requirement)
+            if problem is not None:
+                error = f"matchExpressions[{index}]: {problem}"
+                break
+        object.__setattr__(self, "parse_error", error)
 
     def matches(self, node: Node) -> bool:
+        if self.parse_error is not None:
+            return False
         if not self.match_expressions and not self.match_fields:
             return False
         labels = node.labels
@@ -241,6 +261,29 @@ class NodeSelectorTerm:
                 if not requirement.matches(fields):
                     return False
         return True
+
+
+def _requirement_parse_error(requirement: NodeSelectorRequirement) -> str | None:
+    """kube's ``labels.NewRequirement`` checks, as node affinity parses a term; None if it passes."""
+    key, op, values = requirement.key, requirement.operator, requirement.values
+    for problem in qualified_name_errors(key):
+        return f"key: invalid label key {quote(key)}: {problem}"
+    if op in ("In", "NotIn") and not values:
+        return f"values: for 'in', 'notin' operators, values set can't be empty (operator {op})"
+    if op in ("Exists", "DoesNotExist") and values:
+        return f"values: values set must be empty for exists and does not exist (operator {op})"
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            return f"values: for 'Gt', 'Lt' operators, exactly one value is required (operator {op})"
+        if parse_int64(values[0]) is None:
+            return (f"values: for 'Gt', 'Lt' operators, the value must be an integer, "
+                    f"got {quote(values[0])}")
+    elif op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+        return f"operator: unknown operator {quote(op)}"
+    for value in values:
+        for problem in label_value_errors(value):
+            return f"values: invalid label value {quote(value)}: {problem}"
+    return None
 
 
 @attrs.frozen(slots=True, kw_only=True)

@@ -81,11 +81,27 @@ class NodeAffinityArgs:
                 parsed = parse_node_affinity(raw, "addedAffinity")
             except FieldError as error:
                 errors = ((error.path, error.message),)
+            else:
+                errors = _unparsable_terms(parsed)
         object.__setattr__(self, "added_affinity", parsed)
         object.__setattr__(self, "_parse_errors", errors)
 
     def validate(self) -> list[tuple[str, str]]:
         return list(self._parse_errors)
+
+
+def _unparsable_terms(affinity: NodeAffinitySpec) -> tuple[tuple[str, str], ...]:
+    """kube's New fails on addedAffinity terms it cannot parse (NodeSelectorTerm.parse_error)."""
+    required = affinity.required.terms if affinity.required is not None else ()
+    paths = [
+        *(f"addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+          for i in range(len(required))),
+        *(f"addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"
+          for i in range(len(affinity.preferred))),
+    ]
+    terms = [*required, *(p.preference for p in affinity.preferred)]
+    return tuple((path, term.parse_error) for path, term in zip(paths, terms, strict=True)
+                 if term.parse_error is not None)
 
 
 _PRE_FILTER_KEY = "PreFilter" + NAME
@@ -138,8 +154,9 @@ class NodeAffinity:
         return column.lookup(req)[column.codes[nodes.rows]]
 
     def _term(self, term: NodeSelectorTerm, nodes: NodeBatch) -> np.ndarray:
-        if not term.match_expressions and not term.match_fields:
-            return np.zeros(len(nodes), dtype=bool)  # an empty term matches no node
+        if term.parse_error is not None or (not term.match_expressions and not term.match_fields):
+            # an empty term, or one kube cannot parse (an invalid label value), matches no node
+            return np.zeros(len(nodes), dtype=bool)
         match = np.ones(len(nodes), dtype=bool)
         for req in term.match_expressions:
             match &= self._requirement(req, nodes, field=False)
