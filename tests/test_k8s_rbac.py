@@ -65,6 +65,7 @@ NAMESPACE = "rbac-check"  # the pods' namespace: the ClusterRole holds for every
 SCHEDULER = "rbac-check"  # the profile's schedulerName: no other test's pods use it
 NODE = "rbac-node"  # nodes are cluster-wide: other tests' nodes may be there too
 FITS, FITS_NOWHERE = "rbac-fits", "rbac-fits-nowhere"
+PREEMPTOR, PRIORITY_CLASS = "rbac-preemptor", "rbac-urgent"  # needs the node FITS is on; preempts FITS
 LEASE_NAME = "scorer"  # the Lease k8s/configmap.yaml names and the Role allows
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{SCORER_NAMESPACE}/leases"
 FALLBACK_AGENT = f"{USER_AGENT} (core-v1-events-fallback)"
@@ -83,14 +84,11 @@ LISTED: tuple[tuple[str, str], ...] = (
 DISCOVERY: Kind = ("", "", "get")
 SERVICE_CALLS: set[Kind] = {
     *((group, resource, verb) for group, resource in LISTED for verb in ("list", "watch")), DISCOVERY,
-    ("", "pods/binding", "create"), ("", "pods/status", "patch"),
+    ("", "pods/binding", "create"), ("", "pods/status", "patch"), ("", "pods", "delete"),
     ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
     ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update")}
 FALLBACK_CALLS: set[Kind] = {("", "events", "create"), ("", "events", "patch")}
-# Granted for code that is not in this branch yet: DefaultPreemption deletes its victims. The lead removes
-# this at merge, with a preemption step in the exercise (then every rule is used again).
-NOT_EXERCISED_YET: set[Kind] = {("", "pods", "delete")}
 # Answers that are allowed and expected without being a 2xx: the Lease absent at first, and a Lease write
 # that lost an optimistic-concurrency race (a renewal cut short by SIGTERM; the release then re-reads), and a
 # group version discovery says is not served.
@@ -149,6 +147,8 @@ class Exercise:
     log: str  # the service's output
     exit_code: int  # of the service, after SIGTERM
     bound_to: str  # the node of the pod that fits
+    preempted: list[dict[str, Any]]  # the Preempted Events of the pod that fits, once the preemptor needed its room
+    preemptor_bound_to: str  # the node of the preemptor, bound once its victim was gone
     failed: dict[str, Any]  # the FailedScheduling Event (events.k8s.io/v1) once its series was patched
     condition: dict[str, Any]  # the PodScheduled condition of the pod that fits nowhere
     lease: dict[str, Any]  # the Lease after SIGTERM
@@ -196,6 +196,17 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
         step(lambda: events(cluster, FITS, "Scheduled"), "its Scheduled event")
         step(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), "a FailedScheduling event")
         condition = step(lambda: pod_scheduled(cluster, FITS_NOWHERE), "the PodScheduled condition")
+        # A pod of higher priority that needs the node: scorer deletes the pod that fits (its only victim).
+        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                      "metadata": {"name": PRIORITY_CLASS}, "value": 1000}, ok=(201, 409))
+        cluster.create_all([pod_manifest(PREEMPTOR, namespace=NAMESPACE, scheduler=SCHEDULER, cpu="3950m",
+                                         spec={"nodeSelector": {"kubernetes.io/hostname": NODE},
+                                               "priorityClassName": PRIORITY_CLASS})])
+        step(lambda: cluster.pods(NAMESPACE)[FITS]["metadata"].get("deletionTimestamp"), "the victim deleted")
+        delete(control_plane, f"/api/v1/namespaces/{NAMESPACE}/pods/{FITS}")  # as its kubelet would, at once
+        preemptor_bound_to = step(lambda: cluster.bound(NAMESPACE).get(PREEMPTOR), "the preemptor bound")
+        preempted = step(lambda: events(cluster, FITS, "Preempted"), "the victim's Preempted event")
         # More CPU on the node, still far too little: the pod is tried again and fails the same way.
         allocatable = {"cpu": "8", "memory": "16Gi", "pods": "110"}
         status, body = control_plane.request("PATCH", f"/api/v1/nodes/{NODE}/status", orjson.dumps(
@@ -207,6 +218,7 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
         exit_code = proc.terminate(timeout=30)
         lease = cluster.call("GET", f"{LEASE}/{LEASE_NAME}")
         return {"log": proc.log(), "exit_code": exit_code, "bound_to": bound_to, "failed": failed,
+                "preempted": preempted, "preemptor_bound_to": preemptor_bound_to,
                 "condition": condition, "lease": lease}
     finally:
         proc.stop()
@@ -249,7 +261,8 @@ def scorer_exercise(control_plane, tmp_path_factory) -> Exercise:
         return Exercise(requests=requests, fallback_hits=hits, fallback_events=fallback, **seen)
     finally:  # leave the shared API server as other tests expect it: no extra node, pods or Lease
         cluster.delete_pods(NAMESPACE)
-        for path in (f"/api/v1/nodes/{NODE}", f"{LEASE}/{LEASE_NAME}"):
+        for path in (f"/api/v1/nodes/{NODE}", f"{LEASE}/{LEASE_NAME}",
+                     f"/apis/scheduling.k8s.io/v1/priorityclasses/{PRIORITY_CLASS}"):
             delete(control_plane, path)
 
 
@@ -273,6 +286,8 @@ def test_the_calls_did_what_the_service_needs(scorer_exercise) -> None:
     exercise = scorer_exercise
     assert exercise.exit_code == 0, exercise.log[-3000:]
     assert exercise.bound_to == NODE
+    assert exercise.preemptor_bound_to == NODE
+    assert len(exercise.preempted) == 1 and f"on node {NODE}" in exercise.preempted[0]["note"]
     note = exercise.failed["note"]
     assert re.fullmatch(r"0/\d+ nodes are available: .*\d+ Insufficient cpu.*\.", note), note
     assert exercise.failed["series"]["count"] >= 2 and exercise.failed["type"] == "Warning"
@@ -337,12 +352,12 @@ def test_the_rules_are_exactly_what_scorer_used_in_this_session(control_plane, s
                         if not any(grant.fits(r) for grant in grants)})
     assert uncovered == [], "scorer made these calls (as some identity) but the rules do not grant them"
     unused = [grant for grant in grants if not any(grant.fits(r) for r in resource_requests)]
-    assert {(g.api_group, g.resource, g.verb) for g in unused} == NOT_EXERCISED_YET, (
+    assert unused == [], (
         "rules that no request of scorer's used: drop them (or test the code that uses them)")
     # Each rule was used by the service account itself (the exercise), not only by tests running as admin.
     unused_by_the_account = [grant for grant in grants
                              if not any(grant.fits(r) and r.user == SCORER_USER for r in resource_requests)]
-    assert {(g.api_group, g.resource, g.verb) for g in unused_by_the_account} == NOT_EXERCISED_YET
+    assert unused_by_the_account == []
     # The service account itself used what the namespaced Role grants, in its namespace, on its Lease.
     for grant in (g for g in grants if g.namespace):
         used = [r for r in resource_requests if grant.fits(r) and r.user == SCORER_USER]
