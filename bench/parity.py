@@ -375,6 +375,7 @@ def run_workload(workload: Workload, n_nodes: int, n_measured: int, *, init_pods
     scheduler, queue = asm.scheduler, asm.queue
     measured = {p.key for p in setup.measured}
     cycles: list[float] = []
+    by_outcome: dict[str, list[float]] = collections.defaultdict(list)
     outcomes: collections.Counter[str] = collections.Counter()
     attempts: collections.Counter[str] = collections.Counter()
     given_up: list[str] = []
@@ -402,6 +403,7 @@ def run_workload(workload: Workload, n_nodes: int, n_measured: int, *, init_pods
                     continue
                 key = turn.pod.key
                 cycles.append(turn.seconds)
+                by_outcome[turn.outcome].append(turn.seconds)
                 outcomes[turn.outcome] += 1
                 attempts[key] += 1
                 if turn.binding is not None:
@@ -443,9 +445,11 @@ def run_workload(workload: Workload, n_nodes: int, n_measured: int, *, init_pods
         "attempts": dict(outcomes),
         "bound_after_a_failed_attempt": retried_then_bound,
         "cycle_ms": _percentiles(cycles),
+        "cycle_ms_by_outcome": {outcome: _percentiles(seconds) for outcome, seconds in sorted(by_outcome.items())},
         "pods_per_second": round(pods_per_second, 1),
         "pods_per_second_with_backoff": round(with_backoff, 1),
         "cycle_only_pods_per_second": round(len(cycles) / sum(cycles), 1) if cycles and sum(cycles) else None,
+        "profiled": profiler is not None,  # cProfile slows everything: not figures to compare
         "wall_s": round(wall, 3),
         "backoff_skipped_s": round(clock.skipped, 3),
         "kube_floor": None if floor is None else {
@@ -490,6 +494,20 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+POINTS = ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit")
+
+
+def points_table(results: list[dict[str, Any]]) -> str:
+    """Mean ms per extension point and workload (where the cycle's time goes)."""
+    seen = {point for r in results for point in r["extension_point_mean_ms"]}
+    points = [p for p in POINTS if p in seen] + sorted(seen - set(POINTS))
+    lines = ["| workload | " + " | ".join(points) + " |", "|---|" + "---|" * len(points)]
+    for r in results:
+        means = r["extension_point_mean_ms"]
+        lines.append(f"| {r['workload']} | " + " | ".join(_fmt(means.get(p)) for p in points) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
@@ -527,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     if any(r["kube_floor"] and not r["kube_floor"]["same_shape"] for r in results):
         print("\n*: not a threshold of this exact shape (see kube_floor.test in the JSON)")
+    print("\nmean ms per extension point (scheduler_framework_extension_point_duration_seconds):\n")
+    print(points_table(results))
     report = {
         "bench": "parity",
         "scorer": __version__,
