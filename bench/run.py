@@ -47,7 +47,8 @@ from scorer.sources.source import parse_vector
 ZONES = ("zone-a", "zone-b", "zone-c")
 
 
-def make_nodes(count: int) -> list[Node]:
+def make_nodes(count: int, zones: tuple[str, ...] = ZONES) -> list[Node]:
+    """``count`` nodes of scheduler_perf's node template, unique hostnames, zones round-robin."""
     nodes = []
     for i in range(count):
         name = f"node-{i:05d}"
@@ -55,7 +56,7 @@ def make_nodes(count: int) -> list[Node]:
         nodes.append(node_from_dict({
             "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                  "topology.kubernetes.io/zone": ZONES[i % len(ZONES)]}},
+                                                  "topology.kubernetes.io/zone": zones[i % len(zones)]}},
             "status": {"allocatable": alloc, "capacity": alloc},
         }))
     return nodes
