@@ -118,7 +118,9 @@ def explain_pod(
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
     metrics = _metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
-    result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True)
+    # score_all: a lone feasible node is scored too (kube-scheduler, and a real cycle, skip scoring
+    # then), so the explanation shows every plugin's scores; the chosen node is the same.
+    result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True, score_all=True)
     statuses = result.node_statuses(table)
     feasible_names = {table.names[int(r)] for r in result.feasible_rows}
     scores_by_node: dict[str, dict[str, dict[str, int]]] = {}

@@ -103,6 +103,26 @@ def test_manifest_node_name_is_kept_and_enforced_by_the_node_name_filter(capsys,
     assert hog["selected"] == "big"
 
 
+def test_a_lone_feasible_node_is_scored_and_still_chosen(capsys, cluster_file, tmp_path):
+    # hog (7 cpu) fits only big. A real cycle skips scoring a lone feasible node (kube-scheduler does);
+    # explain scores it anyway so the explanation shows every plugin's scores, in both --pod forms.
+    hog = POD.replace("name: new", "name: hog").replace('cpu: "1"', 'cpu: "7"')
+    for ref in ("shop/hog", write(tmp_path, "hog.yaml", hog)):
+        code, out, _ = explain(capsys, cluster_file, ref)
+        assert code == 0
+        data = json.loads(out)
+        assert data["selected"] == "big"
+        assert [n for n, v in data["nodes"].items() if v["feasible"]] == ["big"]
+        scores = data["nodes"]["big"]["scores"]
+        # The default profile's score plugins that PreScore does not skip for a pod without affinity
+        # or spread constraints.
+        assert {"TaintToleration", "NodeResourcesFit", "NodeResourcesBalancedAllocation",
+                "ImageLocality"} <= set(scores)
+        assert scores["TaintToleration"]["normalized"] == 100  # no taints: the best score
+        assert data["nodes"]["big"]["total"] == sum(s["weighted"] for s in scores.values()) > 0
+        assert data["nodes"]["small"]["scores"] == {} and data["nodes"]["small"]["total"] == 0
+
+
 def test_manifest_node_name_of_a_full_node_is_unschedulable(capsys, cluster_file, tmp_path):
     big = POD.replace('cpu: "1"', 'cpu: "2"').replace("spec: {", "spec: {nodeName: big, ")
     code, out, _ = explain(capsys, cluster_file, write(tmp_path, "big.yaml", big))
