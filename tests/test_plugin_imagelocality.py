@@ -13,7 +13,7 @@ from scorer.framework import CycleState, NodeBatch
 from scorer.framework.catalog import PluginRegistry
 from scorer.model import ContainerImage
 from scorer.plugins import imagelocality
-from scorer.plugins.imagelocality import ImageLocality, normalized_image_name
+from scorer.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
 from scorer.testing import make_cache, make_node, make_pod, run_plugin
 
 MB = 1024 * 1024
@@ -136,3 +136,12 @@ def test_registration():
     info = registry.plugins["ImageLocality"]
     assert info.extension_points == frozenset({"score"})
     assert info.args_type is None
+
+
+def test_calculate_priority_raises_to_the_minimum_before_lowering_to_the_maximum():
+    # kube's calculatePriority: a pod without containers has a maximum of 0, below the 23 MiB
+    # minimum; its sum (0) is raised to the minimum first, so it scores 0, not 100.
+    assert calculate_priority(np.array([0], dtype=np.int64), 0).tolist() == [0]
+    # With containers the usual clamp: below the minimum 0, at the maximum 100.
+    mib = 1024 * 1024
+    assert calculate_priority(np.array([0, 23 * mib, 2000 * mib], dtype=np.int64), 1).tolist() == [0, 0, 100]

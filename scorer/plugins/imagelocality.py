@@ -21,6 +21,8 @@ import numpy as np
 
 from scorer.framework.types import MAX_NODE_SCORE, NodeBatch
 
+from scorer.plugins.helper.normalize import trunc_div
+
 if TYPE_CHECKING:
     from scorer.framework.catalog import PluginRegistry
     from scorer.framework.cycle_state import CycleState
@@ -79,9 +81,10 @@ def calculate_priority(sum_scores: np.ndarray, num_containers: int) -> np.ndarra
     """kube's calculatePriority per node: clamp into [23 MiB, 1000 MiB x containers],
     then ``100 * (sum - min) / (max - min)`` in integers."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
-    clamped = np.clip(sum_scores, MIN_THRESHOLD, max_threshold)
-    # Both operands are >= 0, so floor division is Go's truncating division.
-    return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+    # kube's order: raise to the minimum first, else lower to the maximum (a pod without
+    # containers has a maximum of 0, below the minimum: its sum, 0, scores 0).
+    clamped = np.where(sum_scores < MIN_THRESHOLD, MIN_THRESHOLD, np.minimum(sum_scores, max_threshold))
+    return trunc_div(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
 class _ImageIndex:
