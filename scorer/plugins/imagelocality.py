@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scorer.framework.types import MAX_NODE_SCORE, NodeBatch
-
 from scorer.plugins.helper.normalize import trunc_div
 
 if TYPE_CHECKING:
