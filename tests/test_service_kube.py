@@ -139,7 +139,8 @@ def test_unschedulable_pod_gets_event_and_condition_then_lands_on_a_new_node(pla
     proc = ready(cluster, scorers, tmp_path, plane, namespace, scheduler,
                  [node_manifest("small-0", cpu="1"), node_manifest("small-1", cpu="1")])
     cluster.create_all([pod_manifest("big", namespace=namespace, scheduler=scheduler, cpu="3")])
-    message = "0/2 nodes are available: 2 Insufficient cpu."
+    message = ("0/2 nodes are available: 2 Insufficient cpu. "
+               "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
     def failed_event():
         return [e for e in cluster.events(namespace, "big") if e["reason"] == "FailedScheduling"]
