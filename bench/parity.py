@@ -43,7 +43,6 @@ import asyncio
 import collections
 import cProfile
 import io
-import json
 import os
 import platform
 import pstats
@@ -55,7 +54,7 @@ from typing import Any
 
 import attrs
 import numpy as np
-from run import make_nodes
+from run import make_nodes, write_report
 
 from scorer import __version__
 from scorer.assembly import assemble, gc_tuned
@@ -556,10 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         "floors_at": "5,000 nodes (scheduler_perf CI thresholds, performance-anchors.md §1.2)",
         "results": results,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written {out}")
+    write_report(args.out, report)
     return 0
 
 

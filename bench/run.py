@@ -181,11 +181,16 @@ def main(argv: list[str] | None = None) -> int:
                          "static metrics snapshot"),
         "results": results,
     }
-    out = Path(args.out)
+    write_report(args.out, report)
+    return 0
+
+
+def write_report(path: str, report: dict) -> None:
+    """The JSON result file (its folder created), and one line saying where it is."""
+    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written {out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -105,7 +105,8 @@ def test_pods_that_never_fit_are_given_up_after_max_attempts(parity: Any) -> Non
     workload = parity.Workload("huge", "-", "pods too large for any node", 0.0, huge, parity.check_nodes_used, None)
     r = parity.run_workload(workload, 3, 2, max_attempts=1)
     assert r["unscheduled"] == 2 and r["given_up"] == 2 and r["attempts"] == {"unschedulable": 2}
-    assert r["unscheduled_reasons"] == {"0/3 nodes are available: 3 Insufficient cpu.": 2}
+    assert r["unscheduled_reasons"] == {"0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                                        "available: 3 Preemption is not helpful for scheduling.": 2}
     assert r["kube_floor"] is None and r["pods_per_second"] == 0.0
 
 

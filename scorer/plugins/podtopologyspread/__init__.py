@@ -8,16 +8,18 @@ One folder, three modules:
   nodes each constraint counts, and the matching pods per node read from the cache's ``PodIndex``.
 """
 
-from scorer.plugins.podtopologyspread.plugin import (
+from scorer.plugins.podtopologyspread.args import (
     DEFAULTING_TYPES,
-    ERR_REASON_CONSTRAINTS_NOT_MATCH,
-    ERR_REASON_NODE_LABEL_NOT_MATCH,
     LIST_DEFAULTING,
-    NAME,
     SYSTEM_DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULTING,
-    PodTopologySpread,
     PodTopologySpreadArgs,
+)
+from scorer.plugins.podtopologyspread.plugin import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    NAME,
+    PodTopologySpread,
     factory,
     register,
 )

@@ -65,10 +65,6 @@ from scorer.framework.events import (
 from scorer.framework.status import Code, Status
 from scorer.framework.types import MAX_NODE_SCORE, FilterVerdict, NodeBatch
 from scorer.plugins.podtopologyspread.args import (
-    DEFAULTING_TYPES,
-    LIST_DEFAULTING,
-    SYSTEM_DEFAULT_CONSTRAINTS,
-    SYSTEM_DEFAULTING,
     PodTopologySpreadArgs,
 )
 from scorer.plugins.podtopologyspread.common import (
@@ -90,19 +86,6 @@ if TYPE_CHECKING:
     from scorer.state.labels import LabelColumn
     from scorer.state.nodeinfo import NodeInfo
 
-__all__ = [
-    "DEFAULTING_TYPES",
-    "ERR_REASON_CONSTRAINTS_NOT_MATCH",
-    "ERR_REASON_NODE_LABEL_NOT_MATCH",
-    "LIST_DEFAULTING",
-    "NAME",
-    "SYSTEM_DEFAULTING",
-    "SYSTEM_DEFAULT_CONSTRAINTS",
-    "PodTopologySpread",
-    "PodTopologySpreadArgs",
-    "factory",
-    "register",
-]
 
 NAME = "PodTopologySpread"
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
