@@ -146,6 +146,13 @@ def differences(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
     expect = case["expect"]
     problems: list[str] = []
     nodes = got["nodes"]
+    if "message" in expect:
+        # a plugin's Error status (e.g. PreScore's) ends the cycle: nothing is selected, and the Go test checks
+        # only that the status message contains this (strings.Contains)
+        if got.get("selected") is not None:
+            problems.append(f"expected the cycle to fail ({expect['message']!r}), it selected {got['selected']}")
+        if expect["message"] not in (got.get("message") or ""):
+            problems.append(f"message {got.get('message')!r} does not contain {expect['message']!r}")
     for node, want in (expect.get("filter") or {}).items():
         actual = nodes.get(node)
         if actual is None:
@@ -163,6 +170,9 @@ def differences(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
         reasons = want.get("reasons_now", want.get("reasons"))
         if reasons is not None and sorted(failed["reasons"]) != sorted(reasons):
             problems.append(f"{node}: reasons {failed['reasons']}, expected {reasons}")
+        # message: the Go test checks only that the status message contains this (strings.Contains)
+        if "message" in want and not any(want["message"] in r for r in failed["reasons"]):
+            problems.append(f"{node}: no reason contains {want['message']!r}: {failed['reasons']}")
         # code_now: the status code of a later kube release that scorer follows (the case says which)
         code = want.get("code_now", want.get("code"))
         if code is not None and failed["code"] != code:
