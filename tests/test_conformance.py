@@ -29,8 +29,8 @@ from scorer.registry import build_registry
 CASES_DIR = Path(__file__).parent / "conformance"
 FILTER_POINTS = ("preFilter", "filter")
 SCORE_POINTS = ("preScore", "score")
-CASE_KEYS = {"name", "source", "filter", "score", "args", "namespaces", "nodes", "pods", "pod",
-             "scored_nodes", "expect", "note", "forms"}
+CASE_KEYS = {"name", "source", "filter", "score", "post_filter", "args", "namespaces", "nodes", "pods", "pod",
+             "objects", "scored_nodes", "expect", "note", "forms"}
 FORMS = ("name", "file")  # --pod NS/NAME, --pod FILE
 RESULTS: dict[str, bool] = {}
 
@@ -70,6 +70,8 @@ def config_for(case: dict[str, Any], filters: list[str]) -> dict[str, Any]:
     for plugin in case.get("score") or []:
         for point in _points(plugin, SCORE_POINTS):
             points.setdefault(point, []).append(plugin)
+    for plugin in case.get("post_filter") or []:
+        points.setdefault("postFilter", []).append(plugin)
     plugins: dict[str, Any] = {"multiPoint": {"disabled": [{"name": "*"}]},
                                "queueSort": {"enabled": [{"name": "PrioritySort"}]},
                                "bind": {"enabled": [{"name": "DefaultBinder"}]}}
@@ -95,6 +97,7 @@ def write_inputs(case: dict[str, Any], tmp: Path) -> tuple[str, str, str, str, s
         filters.append("NodeUnschedulable")
     namespaces = [_object("Namespace", n) for n in case.get("namespaces") or []]
     pods = [_object("Pod", p) for p in case.get("pods") or []]
+    pods += [copy.deepcopy(o) for o in case.get("objects") or []]  # other objects (PodDisruptionBudgets), in full
     pod = _object("Pod", case["pod"])
     ref = f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
     config = tmp / "config.yaml"
@@ -146,6 +149,13 @@ def differences(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
     expect = case["expect"]
     problems: list[str] = []
     nodes = got["nodes"]
+    if "message" in expect:
+        # a plugin's Error status (e.g. PreScore's) ends the cycle: nothing is selected, and the Go test checks
+        # only that the status message contains this (strings.Contains)
+        if got.get("selected") is not None:
+            problems.append(f"expected the cycle to fail ({expect['message']!r}), it selected {got['selected']}")
+        if expect["message"] not in (got.get("message") or ""):
+            problems.append(f"message {got.get('message')!r} does not contain {expect['message']!r}")
     for node, want in (expect.get("filter") or {}).items():
         actual = nodes.get(node)
         if actual is None:
@@ -163,12 +173,17 @@ def differences(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
         reasons = want.get("reasons_now", want.get("reasons"))
         if reasons is not None and sorted(failed["reasons"]) != sorted(reasons):
             problems.append(f"{node}: reasons {failed['reasons']}, expected {reasons}")
+        # message: the Go test checks only that the status message contains this (strings.Contains)
+        if "message" in want and not any(want["message"] in r for r in failed["reasons"]):
+            problems.append(f"{node}: no reason contains {want['message']!r}: {failed['reasons']}")
         # code_now: the status code of a later kube release that scorer follows (the case says which)
         code = want.get("code_now", want.get("code"))
         if code is not None and failed["code"] != code:
             problems.append(f"{node}: code {failed['code']}, expected {code}")
         if "plugin" in want and failed["plugin"] != want["plugin"]:
             problems.append(f"{node}: rejected by {failed['plugin']}, expected {want['plugin']}")
+    if "preemption" in expect:
+        problems.extend(preemption_differences(expect["preemption"], got.get("preemption")))
     # scores_now: the scores of a later kube release that scorer follows, computed by hand in the case
     # from the reference formula (the case keeps 1.20's ``scores`` and says which release changed what).
     scores = {plugin: dict(per_node) for plugin, per_node in (expect.get("scores") or {}).items()}
@@ -187,6 +202,25 @@ def differences(case: dict[str, Any], got: dict[str, Any]) -> list[str]:
                 problems.append(f"{node}: no {plugin} score (filter: {nodes.get(node, {}).get('filter')})")
             elif actual["normalized"] != want:
                 problems.append(f"{node}: {plugin} normalized {actual['normalized']}, expected {want}")
+    return problems
+
+
+def preemption_differences(want: dict[str, Any] | None, got: dict[str, Any] | None) -> list[str]:
+    """PostFilter's outcome: ``want`` null means no nomination (explain has no ``preemption`` key); else
+    ``nominatedNode`` (a node, or the list of nodes the Go test accepts) and, when the Go test checks them,
+    ``victims`` (pod names, as a set)."""
+    if want is None:
+        return [] if got is None else [f"expected no preemption, got {got}"]
+    if got is None:
+        return [f"expected preemption {want}, got none"]
+    problems = []
+    nodes = want["nominatedNode"] if isinstance(want["nominatedNode"], list) else [want["nominatedNode"]]
+    if got["nominatedNode"] not in nodes:
+        problems.append(f"nominated {got['nominatedNode']}, expected {' or '.join(nodes)}")
+    if "victims" in want:
+        victims = sorted(v.split("/")[-1] for v in got["victims"])
+        if victims != sorted(want["victims"]):
+            problems.append(f"victims {victims}, expected {sorted(want['victims'])}")
     return problems
 
 
