@@ -9,6 +9,8 @@ O(resources); scheduling cycles read whole columns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 
 from scorer.model import Node, Pod, Taint
@@ -180,6 +182,64 @@ class NodeTable:
             return False
         self._account(previous, row, -1)
         return True
+
+    def add_pods_at(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]]) -> None:
+        """``add_pod`` of each group's pods on the row at the same position, in bulk: the
+        request deltas are summed per row in Python ints and applied with one numpy
+        operation (a pod already on its row is replaced, as ``add_pod`` does)."""
+        self._apply_pods(rows, groups, adding=True)
+
+    def remove_pods_at(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]]) -> None:
+        """``remove_pod`` of each group's pods from the row at the same position, in bulk
+        (see ``add_pods_at``); pods not on their row are skipped."""
+        self._apply_pods(rows, groups, adding=False)
+
+    def _apply_pods(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]], adding: bool) -> None:
+        index = self.resource_index
+        width = len(self.resource_names)
+        # One delta per row: [non-zero cpu, non-zero memory, then one per resource column].
+        deltas: list[list[int]] = []
+        touched: list[int] = []
+        for row, group in zip(rows, groups, strict=True):
+            on_row = self.pods[row]
+            delta = [0] * (width + 2)
+            changed = False
+            for pod in group:
+                key = pod.key
+                if adding:
+                    previous = on_row.get(key)
+                    on_row[key] = pod
+                    accounted = [(pod, 1)] if previous is None else [(previous, -1), (pod, 1)]
+                else:
+                    previous = on_row.pop(key, None)
+                    if previous is None:
+                        continue
+                    accounted = [(previous, -1)]
+                changed = True
+                for other, sign in accounted:
+                    for resource, value in other.requests.items():
+                        col = index.get(resource)
+                        if col is None:  # a resource the table has no column for yet
+                            col = self.resource_column(resource)
+                            width = len(self.resource_names)
+                            for d in (*deltas, delta):
+                                d.extend([0] * (width + 2 - len(d)))
+                        delta[col + 2] += sign * value
+                    delta[PODS + 2] += sign
+                    delta[0] += sign * other.non_zero_cpu
+                    delta[1] += sign * other.non_zero_memory
+            if changed:
+                deltas.append(delta)
+                touched.append(row)
+        if not touched:
+            return
+        for d in deltas:
+            d.extend([0] * (width + 2 - len(d)))
+        matrix = np.array(deltas, dtype=np.int64)
+        at = np.array(touched, dtype=np.int64)
+        np.add.at(self.requested, at, matrix[:, 2:])
+        np.add.at(self.non_zero_requested, at, matrix[:, :2])
+        self.version += 1
 
     def node_info(self, row: int) -> NodeInfo:
         names = self.resource_names
