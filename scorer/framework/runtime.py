@@ -622,7 +622,8 @@ class Framework:
         """``_filter_with_pods_added`` for several nodes in one Filter call (no active PreFilter
         extension: the state does not change with the pods added)."""
         scratch = scratch_table(table, np.array([row for _, row, _ in concerned], dtype=np.int64))
-        scratch.add_pods_at(range(len(concerned)), [added for _, _, added in concerned])
+        scratch.add_pods_at([i for i, (_, _, added) in enumerate(concerned) for _ in added],
+                            [other for _, _, added in concerned for other in added])
         extra = self.run_filters(state.clone(), pod, scratch, scratch.rows())
         if extra.error is not None:
             return FilterOutcome(outcome.alive, outcome.records, extra.error)

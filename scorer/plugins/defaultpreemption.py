@@ -185,6 +185,10 @@ class DefaultPreemption:
         per_node = bool(fwk.active_pre_filter_extensions(state))
         pos, size = 0, max(wanted, 1)
         while pos < len(order):
+            if pos and (found := len(non_violating) + len(violating)) and non_violating:
+                # Enough nodes for the candidates still wanted at the rate seen so far, plus a margin
+                # (the windows only bound the work: candidates are taken in order whatever their size).
+                size = min(size, (wanted - found) * pos // found + (wanted - found) // 4 + 8)
             window = order[pos: pos + size]
             if per_node:  # PreFilter state counts pods across nodes: one state clone per node
                 results = [r for row in window.tolist()
@@ -288,8 +292,20 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
                 results[i] = (name, (), 0, status)
                 break
     concerned = [i for i in range(len(names)) if results[i] is None]
-    if not extensions:
-        scratch.remove_pods_at(concerned, [order[i] for i in concerned])
+    # Without extensions every lower-priority pod moves in bulk: the flat list of them (node by
+    # node, most important first), their request vectors computed once, and per node the
+    # indices of its pods in the flat list, in reprieve order.
+    flat: list[Pod] = []
+    requests = np.zeros((0, 0), dtype=np.int64)
+    indices: dict[int, list[int]] = {}
+    if not extensions and concerned:
+        flat_rows: list[int] = []
+        for i in concerned:
+            indices[i] = list(range(len(flat), len(flat) + len(order[i])))
+            flat.extend(order[i])
+            flat_rows.extend([i] * len(order[i]))
+        requests = scratch.pod_requests(flat)
+        scratch.remove_pods_at(flat_rows, flat, requests)
     if concerned:
         outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(concerned, dtype=np.int64))
         failed = _statuses(outcome, len(concerned))
@@ -302,6 +318,9 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
     for i in fitting:
         bad, good = split_by_pdb_violation(order[i], budgets)
         if bad:
+            if not extensions:
+                where = {id(p): k for p, k in zip(order[i], indices[i], strict=True)}
+                indices[i] = [where[id(p)] for p in (*bad, *good)]
             order[i] = bad + good
             violating[i] = {p.key for p in bad}
     victims: dict[int, list[Pod]] = {i: [] for i in fitting}
@@ -314,7 +333,8 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
                 scratch.add_pod(back, names[i])
                 fwk.run_pre_filter_extension_add_pod(state, pod, back, scratch.node_info(i))
         else:
-            scratch.add_pods_at(active, [(back,) for back in back_pods])
+            back_at = [indices[i][step] for i in active]
+            scratch.add_pods_at(active, back_pods, requests[back_at])
         outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(active, dtype=np.int64))
         alive = outcome.alive.tolist() if outcome.error is None else [False] * len(active)
         evicted: list[int] = []
@@ -331,7 +351,8 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
             if i in violating and back.key in violating[i]:
                 violations[i] += 1
         if evicted:
-            scratch.remove_pods_at([active[j] for j in evicted], [(back_pods[j],) for j in evicted])
+            scratch.remove_pods_at([active[j] for j in evicted], [back_pods[j] for j in evicted],
+                                   requests[[back_at[j] for j in evicted]])
         step += 1
     for i in fitting:
         chosen = victims[i]

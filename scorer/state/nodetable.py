@@ -9,7 +9,7 @@ O(resources); scheduling cycles read whole columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -183,62 +183,82 @@ class NodeTable:
         self._account(previous, row, -1)
         return True
 
-    def add_pods_at(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]]) -> None:
-        """``add_pod`` of each group's pods on the row at the same position, in bulk: the
-        request deltas are summed per row in Python ints and applied with one numpy
-        operation (a pod already on its row is replaced, as ``add_pod`` does)."""
-        self._apply_pods(rows, groups, adding=True)
-
-    def remove_pods_at(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]]) -> None:
-        """``remove_pod`` of each group's pods from the row at the same position, in bulk
-        (see ``add_pods_at``); pods not on their row are skipped."""
-        self._apply_pods(rows, groups, adding=False)
-
-    def _apply_pods(self, rows: Sequence[int], groups: Sequence[Iterable[Pod]], adding: bool) -> None:
+    # -- pods in bulk (what-if copies: the nominated-pods pass, preemption's dry run) --
+    def pod_requests(self, pods: Sequence[Pod]) -> np.ndarray:
+        """What accounting each pod changes, one int64 row per pod: its non-zero cpu and
+        memory, then one column per resource of ``resource_names`` (the pod count column
+        is 1). Adds the columns of resources the table lacks."""
+        for pod in pods:
+            for resource in pod.requests:
+                if resource not in self.resource_index:
+                    self.resource_column(resource)
         index = self.resource_index
-        width = len(self.resource_names)
-        # One delta per row: [non-zero cpu, non-zero memory, then one per resource column].
-        deltas: list[list[int]] = []
-        touched: list[int] = []
-        for row, group in zip(rows, groups, strict=True):
-            on_row = self.pods[row]
-            delta = [0] * (width + 2)
-            changed = False
-            for pod in group:
-                key = pod.key
-                if adding:
-                    previous = on_row.get(key)
-                    on_row[key] = pod
-                    accounted = [(pod, 1)] if previous is None else [(previous, -1), (pod, 1)]
-                else:
-                    previous = on_row.pop(key, None)
-                    if previous is None:
-                        continue
-                    accounted = [(previous, -1)]
-                changed = True
-                for other, sign in accounted:
-                    for resource, value in other.requests.items():
-                        col = index.get(resource)
-                        if col is None:  # a resource the table has no column for yet
-                            col = self.resource_column(resource)
-                            width = len(self.resource_names)
-                            for d in (*deltas, delta):
-                                d.extend([0] * (width + 2 - len(d)))
-                        delta[col + 2] += sign * value
-                    delta[PODS + 2] += sign
-                    delta[0] += sign * other.non_zero_cpu
-                    delta[1] += sign * other.non_zero_memory
-            if changed:
-                deltas.append(delta)
-                touched.append(row)
-        if not touched:
+        width = len(self.resource_names) + 2
+        out: list[list[int]] = []
+        for pod in pods:
+            line = [0] * width
+            line[0] = pod.non_zero_cpu
+            line[1] = pod.non_zero_memory
+            line[PODS + 2] = 1
+            for resource, value in pod.requests.items():
+                line[index[resource] + 2] += value
+            out.append(line)
+        if not out:
+            return np.zeros((0, width), dtype=np.int64)
+        return np.array(out, dtype=np.int64)
+
+    def add_pods_at(self, rows: Sequence[int], pods: Sequence[Pod], requests: np.ndarray | None = None) -> None:
+        """``add_pod`` of ``pods[i]`` on row ``rows[i]`` for every i, in bulk: one numpy
+        operation for all the requests. ``requests`` is ``pod_requests(pods)`` when the
+        caller has it already. A pod already on its row (same key) is replaced."""
+        if not len(pods):
             return
-        for d in deltas:
-            d.extend([0] * (width + 2 - len(d)))
-        matrix = np.array(deltas, dtype=np.int64)
-        at = np.array(touched, dtype=np.int64)
-        np.add.at(self.requested, at, matrix[:, 2:])
-        np.add.at(self.non_zero_requested, at, matrix[:, :2])
+        matrix = self._requests_of(pods, requests)
+        replaced: list[tuple[int, Pod]] = []
+        for row, pod in zip(rows, pods, strict=True):
+            on_row = self.pods[row]
+            key = pod.key
+            previous = on_row.get(key)
+            if previous is not None:
+                replaced.append((row, previous))
+            on_row[key] = pod
+        self._shift(rows, matrix, +1)
+        if replaced:
+            self._shift([row for row, _ in replaced], self.pod_requests([p for _, p in replaced]), -1)
+
+    def remove_pods_at(self, rows: Sequence[int], pods: Sequence[Pod], requests: np.ndarray | None = None) -> None:
+        """``remove_pod`` of ``pods[i]`` from row ``rows[i]`` for every i, in bulk (see
+        ``add_pods_at``); a pod not on its row is skipped."""
+        if not len(pods):
+            return
+        matrix = self._requests_of(pods, requests)
+        keep: list[int] = []
+        other: list[tuple[int, Pod]] = []  # a different pod of the same key was there
+        for i, (row, pod) in enumerate(zip(rows, pods, strict=True)):
+            previous = self.pods[row].pop(pod.key, None)
+            if previous is None:
+                continue
+            if previous is pod:
+                keep.append(i)
+            else:
+                other.append((row, previous))
+        if len(keep) == len(pods):
+            self._shift(rows, matrix, -1)
+        elif keep:
+            self._shift([rows[i] for i in keep], matrix[keep], -1)
+        if other:
+            self._shift([row for row, _ in other], self.pod_requests([p for _, p in other]), -1)
+
+    def _requests_of(self, pods: Sequence[Pod], requests: np.ndarray | None) -> np.ndarray:
+        if requests is None or requests.shape[1] != len(self.resource_names) + 2:
+            return self.pod_requests(pods)
+        return requests
+
+    def _shift(self, rows: Sequence[int], matrix: np.ndarray, sign: int) -> None:
+        at = np.asarray(rows, dtype=np.int64)
+        delta = matrix if sign > 0 else -matrix
+        np.add.at(self.non_zero_requested, at, delta[:, :2])
+        np.add.at(self.requested, at, delta[:, 2:])
         self.version += 1
 
     def node_info(self, row: int) -> NodeInfo:
