@@ -232,20 +232,23 @@ class NodeTable:
         if not len(pods):
             return
         matrix = self._requests_of(pods, requests)
-        keep: list[int] = []
-        other: list[tuple[int, Pod]] = []  # a different pod of the same key was there
-        for i, (row, pod) in enumerate(zip(rows, pods, strict=True)):
-            previous = self.pods[row].pop(pod.key, None)
-            if previous is None:
-                continue
-            if previous is pod:
-                keep.append(i)
-            else:
-                other.append((row, previous))
-        if len(keep) == len(pods):
+        on_rows = self.pods
+        skipped: list[int] = []  # not on its row, or another pod of the same key was there
+        other: list[tuple[int, Pod]] = []
+        i = 0
+        for row, pod in zip(rows, pods, strict=True):
+            previous = on_rows[row].pop(pod.key, None)
+            if previous is not pod:
+                skipped.append(i)
+                if previous is not None:
+                    other.append((row, previous))
+            i += 1
+        if not skipped:
             self._shift(rows, matrix, -1)
-        elif keep:
-            self._shift([rows[i] for i in keep], matrix[keep], -1)
+        elif len(skipped) < len(pods):
+            keep = np.ones(len(pods), dtype=bool)
+            keep[skipped] = False
+            self._shift(np.asarray(rows, dtype=np.int64)[keep], matrix[keep], -1)
         if other:
             self._shift([row for row, _ in other], self.pod_requests([p for _, p in other]), -1)
 
@@ -254,7 +257,7 @@ class NodeTable:
             return self.pod_requests(pods)
         return requests
 
-    def _shift(self, rows: Sequence[int], matrix: np.ndarray, sign: int) -> None:
+    def _shift(self, rows: Sequence[int] | np.ndarray, matrix: np.ndarray, sign: int) -> None:
         at = np.asarray(rows, dtype=np.int64)
         delta = matrix if sign > 0 else -matrix
         np.add.at(self.non_zero_requested, at, delta[:, :2])
