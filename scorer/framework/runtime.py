@@ -584,7 +584,9 @@ class Framework:
         nominated_rows = [row for row in (table.index.get(name) for name in nominator.nodes()) if row is not None]
         if not nominated_rows:
             return outcome
-        candidates = np.flatnonzero(np.isin(rows, nominated_rows) & outcome.alive)
+        has_nominated = np.zeros(len(table), dtype=bool)
+        has_nominated[nominated_rows] = True
+        candidates = np.flatnonzero(has_nominated[rows] & outcome.alive)
         if not len(candidates):
             return outcome
         alive = outcome.alive
