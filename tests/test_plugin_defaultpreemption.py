@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from types import SimpleNamespace
 
 import attrs
 import numpy as np
@@ -257,16 +258,9 @@ def test_prepare_deletes_victims_with_events_and_clears_lower_nominations():
 
 # -- the batched dry run decides as the pod-by-pod one -----------------------------------------------
 
-class _NoOpExtension:
-    """A PreFilter extension that keeps no state: forces the per-node, pod-by-pod dry run."""
-
-    name = "NoOpExtension"
-
-    def add_pod(self, state, pod, pod_to_add, node):
-        return None
-
-    def remove_pod(self, state, pod, pod_to_remove, node):
-        return None
+def no_op_extension():
+    """A PreFilter extension that keeps no state: forces the node-by-node (pod-by-pod) paths."""
+    return SimpleNamespace(name="NoOpExtension", add_pod=lambda *args: None, remove_pod=lambda *args: None)
 
 
 def random_cluster(rng, nodes=30):
@@ -290,7 +284,7 @@ def dry_run(nodes, pods, budgets, preemptor, config, *, per_node):
         asm.cache.add_workload(budget)
     fwk = asm.frameworks["default-scheduler"]
     if per_node:
-        fwk.pre_filter_extensions = [_NoOpExtension()]
+        fwk.pre_filter_extensions = [no_op_extension()]
     state = CycleState()
     fwk.run_pre_filter(state, preemptor, NodeBatch(asm.cache.table, asm.cache.table.rows()))
     return fwk.plugins["DefaultPreemption"].find_candidates(state, preemptor, {})

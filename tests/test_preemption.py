@@ -5,6 +5,7 @@ higher), the cycle recording the nomination, simulate placing the preemptor, exp
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import attrs
 import numpy as np
@@ -167,14 +168,9 @@ async def test_an_assumed_pod_is_no_longer_nominated():
     await turn.binding
 
 
-class _NoOpExtension:
-    name = "NoOpExtension"
-
-    def add_pod(self, state, pod, pod_to_add, node):
-        return None
-
-    def remove_pod(self, state, pod, pod_to_remove, node):
-        return None
+def no_op_extension():
+    """A PreFilter extension that keeps no state: forces the node-by-node (pod-by-pod) paths."""
+    return SimpleNamespace(name="NoOpExtension", add_pod=lambda *args: None, remove_pod=lambda *args: None)
 
 
 def test_the_nominated_pods_pass_runs_every_node_at_once_as_node_by_node():
@@ -192,7 +188,7 @@ def test_the_nominated_pods_pass_runs_every_node_at_once_as_node_by_node():
         asm, _ = build(None, nodes, pods)
         fwk = asm.frameworks["default-scheduler"]
         if per_node:
-            fwk.pre_filter_extensions = [_NoOpExtension()]
+            fwk.pre_filter_extensions = [no_op_extension()]
         table = asm.cache.table
         rows = np.array([table.index[f"n{i}"] for i in (5, 4, 3, 2, 1, 0)], dtype=np.int64)
         state = CycleState()
