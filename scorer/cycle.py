@@ -28,7 +28,7 @@ import numpy as np
 from scorer.cache import CacheError, ClusterCache
 from scorer.cluster.interface import EventRecorder
 from scorer.framework.cycle_state import CycleState
-from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterRecord, Framework, ScoreOutcome
+from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterRecord, Framework, NodeStatuses, ScoreOutcome
 from scorer.framework.status import Code, Status
 from scorer.framework.types import NodeBatch, QueuedPodInfo
 from scorer.metrics import SchedulerMetrics
@@ -102,17 +102,13 @@ class ScheduleResult:
 
     def node_statuses(self, table: Any) -> dict[str, Status]:
         """Status of every rejected node that was evaluated, by node name."""
-        names = table.names
-        out: dict[str, Status] = {}
-        if self.pre_filter_status is not None:
-            return {name: self.pre_filter_status for name in names}
-        for record in self.records:
-            for i, pos in enumerate(record.positions.tolist()):
-                out[names[int(self.rows[pos])]] = record.status_at(i)
-        if self.excluded_status is not None:
-            for row in self.excluded_rows.tolist():
-                out[names[row]] = self.excluded_status
-        return out
+        return dict(self.statuses_view(table))
+
+    def statuses_view(self, table: Any) -> NodeStatuses:
+        """``node_statuses`` as a lazy mapping (a node's Status is made when looked up), with
+        the UnschedulableAndUnresolvable nodes as a mask: what PostFilter gets."""
+        return NodeStatuses(table.names, table.index, self.rows, self.records, self.pre_filter_status,
+                            self.excluded_status, self.excluded_rows)
 
     def _error(self, status: Status, point: str) -> ScheduleResult:
         self.status = status
@@ -289,7 +285,7 @@ class ScheduleAlgorithm:
         # preemption can help it, and its message stays about the missing plugin.
         refused = pre_filter is not None and pre_filter.plugin not in fwk.plugins
         if fwk.points.get("postFilter") and not refused:
-            node, status = fwk.run_post_filter(state, result.pod, result.node_statuses(self.cache.table))
+            node, status = fwk.run_post_filter(state, result.pod, result.statuses_view(self.cache.table))
             if status.code == Code.ERROR:
                 return result._error(status, "PostFilter")
             if node:

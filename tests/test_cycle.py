@@ -252,3 +252,66 @@ def test_an_assumed_pod_that_would_overflow_its_node_is_an_error_naming_it():
     memory = asm.cache.table.resource_index["memory"]
     assert asm.cache.table.requested[0, memory] == running.requests["memory"]
 
+
+
+# -- the statuses PostFilter gets: a lazy mapping --------------------------------------------------
+
+def _statuses_the_old_way(names, rows, records, excluded_status=None, excluded_rows=()):
+    out = {}
+    for record in records:
+        for i, pos in enumerate(record.positions.tolist()):
+            out[names[int(rows[pos])]] = record.status_at(i)
+    if excluded_status is not None:
+        for row in excluded_rows:
+            out[names[row]] = excluded_status
+    return out
+
+
+def test_node_statuses_are_made_lazily_in_the_order_of_rejection():
+    from scorer.framework.runtime import FilterRecord, NodeStatuses
+
+    names = ["a", "b", "c", "d", "e", "f"]
+    index = {name: i for i, name in enumerate(names)}
+    rows = np.array([4, 3, 2, 1, 0], dtype=np.int64)  # "f" was not evaluated
+    records = (
+        FilterRecord("P1", np.array([2, 0]), np.array([2, 1], dtype=np.int8),
+                     (("gone", np.array([True, False])), ("full", np.array([True, True])))),
+        FilterRecord("P2", np.array([3]), np.array([1], dtype=np.int8), (("busy", np.array([True])),)),
+    )
+    excluded = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("left out",), "P3")
+    view = NodeStatuses(names, index, rows, records, None, excluded, np.array([3, 5]))
+    expected = _statuses_the_old_way(names, rows, records, excluded, [3, 5])
+    assert list(view) == list(expected) == ["c", "e", "b", "d", "f"]
+    assert dict(view) == expected and len(view) == 5
+    assert view["c"] == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("gone", "full"), "P1")
+    assert view["b"].reasons == ("busy",) and view["d"] is excluded
+    assert "a" not in view and view.get("a") is None and "zz" not in view and 3 not in view
+    with pytest.raises(KeyError):
+        view["a"]
+    assert view.unresolvable_mask().tolist() == [False, False, True, True, False, True]
+    # A PreFilter rejection: every node has its status.
+    refused = Status(Code.UNSCHEDULABLE, ("no",), "P0")
+    view = NodeStatuses(names, index, rows, (), refused)
+    assert dict(view) == dict.fromkeys(names, refused) and not view.unresolvable_mask().any()
+
+
+def test_post_filter_gets_the_lazy_statuses_of_the_cycle():
+    from scorer.framework.runtime import NodeStatuses
+
+    nodes = [make_node("n1", cpu="1"), make_node("n2", unschedulable=True), make_node("n3", cpu="8")]
+    asm, _ = build(None, nodes, [make_pod("low", cpu="8", node_name="n3", priority=0)])
+    fwk = asm.frameworks["default-scheduler"]
+    seen = []
+    run_post_filter = fwk.run_post_filter
+
+    def spy(state, pod, statuses):
+        seen.append(statuses)
+        return run_post_filter(state, pod, statuses)
+
+    fwk.run_post_filter = spy
+    result = asm.scheduler.schedule_pod(fwk, CycleState(), make_pod("p", cpu="2", priority=10))
+    assert result.nominated == "n3" and [v.name for v in result.victims] == ["low"]
+    (statuses,) = seen
+    assert isinstance(statuses, NodeStatuses)
+    assert dict(statuses) == result.node_statuses(asm.cache.table)
+    assert statuses.unresolvable_mask().tolist() == [True, True, False]  # n1 too small, n2 unschedulable

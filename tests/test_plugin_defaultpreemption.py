@@ -5,8 +5,11 @@ pickOneNodeForPreemption, the args, and what preparing the candidate writes."""
 from __future__ import annotations
 
 import asyncio
+import random
+from types import SimpleNamespace
 
 import attrs
+import numpy as np
 import pytest
 from schedkit import build
 
@@ -251,3 +254,75 @@ def test_prepare_deletes_victims_with_events_and_clears_lower_nominations():
         (victim.key, "Normal", "Preempted", "Preempting", "Preempted by pod uid-default-high on node n1")]
     assert cluster.pods["default/nominated-low"].nominated_node_name == ""
     assert cluster.pods["default/nominated-high"].nominated_node_name == "n1"
+
+
+# -- the batched dry run decides as the pod-by-pod one -----------------------------------------------
+
+def no_op_extension():
+    """A PreFilter extension that keeps no state: forces the node-by-node (pod-by-pod) paths."""
+    return SimpleNamespace(name="NoOpExtension", add_pod=lambda *args: None, remove_pod=lambda *args: None)
+
+
+def random_cluster(rng, nodes=30):
+    node_list = [make_node(f"n{i}", cpu=str(rng.choice([4, 6, 8]))) for i in range(nodes)]
+    pods = []
+    for i in range(nodes * 3):
+        node = f"n{rng.randrange(nodes)}"
+        start = f"2024-01-01T00:{rng.randrange(60):02d}:00Z" if rng.random() < 0.7 else ""
+        pods.append(pod(f"p{i}", str(rng.choice([1, 2])), rng.randrange(6), node, start,
+                        labels={"app": rng.choice(["a", "b"])}))
+    for i in range(nodes // 3):  # nominated pods (they count for equal and lower priority preemptors)
+        pods.append(attrs.evolve(pod(f"nom{i}", "1", rng.randrange(3, 9)),
+                                 nominated_node_name=f"n{rng.randrange(nodes)}"))
+    budgets = [budget("pdb-a", "a", rng.randrange(3))]
+    return node_list, pods, budgets
+
+
+def dry_run(nodes, pods, budgets, preemptor, config, *, per_node):
+    asm, _ = build(config, nodes, pods)
+    for budget in budgets:
+        asm.cache.add_workload(budget)
+    fwk = asm.frameworks["default-scheduler"]
+    if per_node:
+        fwk.pre_filter_extensions = [no_op_extension()]
+    state = CycleState()
+    fwk.run_pre_filter(state, preemptor, NodeBatch(asm.cache.table, asm.cache.table.rows()))
+    return fwk.plugins["DefaultPreemption"].find_candidates(state, preemptor, {})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_bulk_dry_run_finds_the_candidates_of_the_pod_by_pod_one(seed):
+    rng = random.Random(seed)
+    nodes, pods, budgets = random_cluster(rng)
+    preemptor = pod("high", str(rng.choice([2, 3, 4])), 6)
+    # Few candidates wanted: the windows after the first are sized from the rate seen so far.
+    for absolute in (1, 4, 100):
+        config = plugin_config("DefaultPreemption", {"minCandidateNodesPercentage": 0,
+                                                     "minCandidateNodesAbsolute": absolute})
+        bulk = dry_run(nodes, pods, budgets, preemptor, config, per_node=False)
+        one_by_one = dry_run(nodes, pods, budgets, preemptor, config, per_node=True)
+        assert bulk == one_by_one
+        assert bulk[0]  # every case has candidates
+    # And the windows do not matter: everything in one window gives the same candidates.
+    config = plugin_config("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 3})
+    asm, _ = build(config, nodes, pods)
+    for budget in budgets:
+        asm.cache.add_workload(budget)
+    fwk = asm.frameworks["default-scheduler"]
+    state = CycleState()
+    table = asm.cache.table
+    fwk.run_pre_filter(state, preemptor, NodeBatch(table, table.rows()))
+    plugin = fwk.plugins["DefaultPreemption"]
+    candidates, _ = plugin.find_candidates(state, preemptor, {})
+    offset = random.Random(0).randrange(len(table))  # build(seed=0): the same random source
+    order = np.roll(table.rows(), -offset)
+    whole = defaultpreemption.select_victims(fwk, state, preemptor, table, order, plugin._budgets)
+    expected, good = [], 0
+    for name, chosen, violations, status in whole:
+        if status is None:
+            expected.append(Candidate(name, chosen, violations))
+            good += violations == 0
+            if good and len(expected) >= 3:
+                break
+    assert sorted(candidates, key=lambda c: c.num_pdb_violations) == \
+        sorted(expected, key=lambda c: c.num_pdb_violations)

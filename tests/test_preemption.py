@@ -5,12 +5,14 @@ higher), the cycle recording the nomination, simulate placing the preemptor, exp
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import attrs
+import numpy as np
 from schedkit import build
 
 from scorer.explain import explain_pod
-from scorer.framework import CycleState
+from scorer.framework import CycleState, NodeBatch
 from scorer.model import LabelSelector, LoadedObjects, PodDisruptionBudget
 from scorer.queue import Nominator, SchedulingQueue
 from scorer.simulate import simulate
@@ -164,3 +166,43 @@ async def test_an_assumed_pod_is_no_longer_nominated():
     assert turn.node == "n2" and asm.cache.is_assumed("default/p")
     assert not asm.queue.nominator
     await turn.binding
+
+
+def no_op_extension():
+    """A PreFilter extension that keeps no state: forces the node-by-node (pod-by-pod) paths."""
+    return SimpleNamespace(name="NoOpExtension", add_pod=lambda *args: None, remove_pod=lambda *args: None)
+
+
+def test_the_nominated_pods_pass_runs_every_node_at_once_as_node_by_node():
+    # Nodes with nominated pods of several priorities: without PreFilter extension state every node
+    # is filtered in one batch; the node-by-node pass (forced by an extension) finds the same.
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(6)]
+    pods = [pod("busy", "1", 0, "n0"), pod("full", "3", 0, "n4"),
+            nominated(pod("w1", "2", 10), "n0"), nominated(pod("w2", "3", 10), "n1"),
+            nominated(pod("w3", "1", 3), "n2"), nominated(pod("w4", "2", 10), "n2"),
+            nominated(pod("w5", "1", 20), "n3"), nominated(pod("w6", "1", 20), "n3"),
+            nominated(pod("w7", "1", 5), "n4"), nominated(pod("w8", "1", 5), "n5")]
+    preemptor = pod("new", "2", 5)
+    outcomes = []
+    for per_node in (False, True):
+        asm, _ = build(None, nodes, pods)
+        fwk = asm.frameworks["default-scheduler"]
+        if per_node:
+            fwk.pre_filter_extensions = [no_op_extension()]
+        table = asm.cache.table
+        rows = np.array([table.index[f"n{i}"] for i in (5, 4, 3, 2, 1, 0)], dtype=np.int64)
+        state = CycleState()
+        fwk.run_pre_filter(state, preemptor, NodeBatch(table, table.rows()))
+        outcome = fwk.run_filters_with_nominated_pods(state, preemptor, table, rows)
+        assert outcome.error is None
+        statuses = {}
+        for record in outcome.records:
+            for j, position in enumerate(record.positions.tolist()):
+                statuses[table.names[int(rows[position])]] = record.status_at(j)
+        outcomes.append((outcome.alive.tolist(), statuses))
+    assert outcomes[0] == outcomes[1]
+    # cpu with the preemptor's 2: n5 3, n4 3 + 1 + 2, n3 1 + 1 + 2, n2 2 + 2 (w3 has a lower
+    # priority), n1 3 + 2, n0 1 + 2 + 2; the nodes have 4.
+    assert outcomes[0][0] == [True, False, True, True, False, False]
+    assert set(outcomes[0][1]) == {"n4", "n1", "n0"}
+    assert all(s.reasons == ("Insufficient cpu",) for s in outcomes[0][1].values())

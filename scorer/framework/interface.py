@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
 
     from scorer.framework.cycle_state import CycleState
@@ -101,9 +103,10 @@ FilterPlugin = BatchFilterPlugin | NodeFilterPlugin
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
-        self, state: CycleState, pod: Pod, statuses: dict[str, Status]
+        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None] | Status | None:
-        """After no node fit; may nominate a node (preemption). Returns (node, status)."""
+        """After no node fit; may nominate a node (preemption). Returns (node, status).
+        ``statuses``: the Filter status of each rejected node, by name (read-only, lazy)."""
 
 
 @runtime_checkable

@@ -33,7 +33,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 import attrs
@@ -228,6 +228,110 @@ class FilterRecord:
         verdict.severity = self.severity
         verdict.reasons = list(self.reasons)
         return verdict.status_at(i, self.plugin)
+
+
+def _severity_of(code: Code) -> int:
+    verdict = FilterVerdict(1)
+    verdict.reject(np.ones(1, dtype=bool), "", code)
+    return int(verdict.severity[0])
+
+
+_UNRESOLVABLE_LEVEL = _severity_of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)  # its severity in a FilterVerdict
+
+
+class NodeStatuses(Mapping[str, Status]):
+    """The Filter status of every rejected node of a cycle, by node name (what PostFilter
+    plugins get), built lazily: a node's Status is made when it is looked up.
+
+    ``rows`` are the table rows the Filter records' positions point into; later records,
+    then ``excluded_rows`` (nodes a PreFilterResult left out), override earlier ones;
+    with ``pre_filter_status`` every node of the table has that status. Iteration
+    follows the order of first rejection. ``unresolvable_mask()`` is the
+    UnschedulableAndUnresolvable nodes as a bool array over the table's rows (what
+    preemption needs), without making any Status.
+    """
+
+    __slots__ = ("names", "index", "_rows", "_records", "_pre_filter", "_excluded", "_excluded_rows",
+                 "_record_of", "_position_in", "_made")
+
+    def __init__(self, names: Sequence[str], index: Mapping[str, int], rows: np.ndarray,
+                 records: Sequence[FilterRecord], pre_filter_status: Status | None = None,
+                 excluded_status: Status | None = None, excluded_rows: np.ndarray | None = None) -> None:
+        self.names = names
+        self.index = index
+        self._rows = rows
+        self._records = tuple(records)
+        self._pre_filter = pre_filter_status
+        self._excluded = excluded_status
+        self._excluded_rows = excluded_rows if excluded_rows is not None and excluded_status is not None \
+            else np.zeros(0, dtype=np.int64)
+        # Per table row: the record that rejected it (-1 none, -2 excluded) and its position there.
+        n = len(names)
+        self._record_of = np.full(n, -1, dtype=np.int64)
+        self._position_in = np.zeros(n, dtype=np.int64)
+        if pre_filter_status is None:
+            for k, record in enumerate(self._records):
+                at = rows[record.positions]
+                self._record_of[at] = k
+                self._position_in[at] = np.arange(len(at))
+            self._record_of[self._excluded_rows] = -2
+        self._made: dict[int, Status] = {}
+
+    def _row(self, name: str) -> int | None:
+        row = self.index.get(name)
+        if row is None or row >= len(self._record_of):
+            return None
+        if self._pre_filter is None and self._record_of[row] == -1:
+            return None
+        return row
+
+    def __getitem__(self, name: str) -> Status:
+        row = self._row(name)
+        if row is None:
+            raise KeyError(name)
+        if self._pre_filter is not None:
+            return self._pre_filter
+        status = self._made.get(row)
+        if status is None:
+            k = int(self._record_of[row])
+            if k == -2:
+                status = cast(Status, self._excluded)
+            else:
+                status = self._records[k].status_at(int(self._position_in[row]))
+            self._made[row] = status
+        return status
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._row(name) is not None
+
+    def __len__(self) -> int:
+        if self._pre_filter is not None:
+            return len(self._record_of)
+        return int(np.count_nonzero(self._record_of != -1))
+
+    def __iter__(self) -> Iterator[str]:
+        names = self.names
+        if self._pre_filter is not None:
+            yield from names[: len(self._record_of)]
+            return
+        parts = [self._rows[record.positions] for record in self._records]
+        parts.append(self._excluded_rows)
+        every = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        _, first = np.unique(every, return_index=True)
+        for row in every[np.sort(first)].tolist():
+            yield names[row]
+
+    def unresolvable_mask(self) -> np.ndarray:
+        """Bool per table row: the node's status is UnschedulableAndUnresolvable."""
+        n = len(self._record_of)
+        if self._pre_filter is not None:
+            return np.full(n, self._pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE, dtype=bool)
+        mask = np.zeros(n, dtype=bool)
+        for record in self._records:
+            mask[self._rows[record.positions]] = record.severity == _UNRESOLVABLE_LEVEL
+        if self._excluded is not None:
+            mask[self._excluded_rows] = self._excluded.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return mask
 
 
 @attrs.frozen(slots=True)
@@ -480,18 +584,27 @@ class Framework:
         nominated_rows = [row for row in (table.index.get(name) for name in nominator.nodes()) if row is not None]
         if not nominated_rows:
             return outcome
-        candidates = np.flatnonzero(np.isin(rows, nominated_rows) & outcome.alive)
+        has_nominated = np.zeros(len(table), dtype=bool)
+        has_nominated[nominated_rows] = True
+        candidates = np.flatnonzero(has_nominated[rows] & outcome.alive)
         if not len(candidates):
             return outcome
         alive = outcome.alive
         records = list(outcome.records)
         me = pod.uid or pod.key
+        concerned: list[tuple[int, int, list[Pod]]] = []  # (position, row, pods added)
         for pos in candidates.tolist():
             row = int(rows[pos])
             added = [p for p in nominator.nominated_pods_for_node(table.names[row])
                      if p.priority >= pod.priority and (p.uid or p.key) != me]
-            if not added:
-                continue
+            if added:
+                concerned.append((pos, row, added))
+        if not concerned:
+            return outcome
+        if not self.active_pre_filter_extensions(state):
+            # No PreFilter state depends on other pods: every node's filters at once, on one scratch copy.
+            return self._filter_with_pods_added_batch(state, pod, table, outcome, concerned)
+        for pos, row, added in concerned:
             extra = self._filter_with_pods_added(state, pod, table, row, added)
             if extra.error is not None:
                 return FilterOutcome(alive, tuple(records), extra.error)
@@ -504,6 +617,25 @@ class Framework:
             records.extend(attrs.evolve(record, positions=position) for record in extra.records)
         if alive is outcome.alive:
             return outcome
+        return FilterOutcome(alive, tuple(records))
+
+    def _filter_with_pods_added_batch(self, state: CycleState, pod: Pod, table: NodeTable, outcome: FilterOutcome,
+                                      concerned: list[tuple[int, int, list[Pod]]]) -> FilterOutcome:
+        """``_filter_with_pods_added`` for several nodes in one Filter call (no active PreFilter
+        extension: the state does not change with the pods added)."""
+        scratch = scratch_table(table, np.array([row for _, row, _ in concerned], dtype=np.int64))
+        scratch.add_pods_at([i for i, (_, _, added) in enumerate(concerned) for _ in added],
+                            [other for _, _, added in concerned for other in added])
+        extra = self.run_filters(state.clone(), pod, scratch, scratch.rows())
+        if extra.error is not None:
+            return FilterOutcome(outcome.alive, outcome.records, extra.error)
+        if extra.alive.all():
+            return outcome
+        where = np.array([pos for pos, _, _ in concerned], dtype=np.int64)
+        alive = outcome.alive.copy()
+        alive[where[~extra.alive]] = False
+        records = list(outcome.records)
+        records.extend(attrs.evolve(record, positions=where[record.positions]) for record in extra.records)
         return FilterOutcome(alive, tuple(records))
 
     def _filter_with_pods_added(self, state: CycleState, pod: Pod, table: NodeTable, row: int,
@@ -549,7 +681,8 @@ class Framework:
         return SUCCESS
 
     @_extension_point(POST_FILTER, "postFilter", lambda result: result[1])
-    def run_post_filter(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[str | None, Status]:
+    def run_post_filter(self, state: CycleState, pod: Pod,
+                        statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
         messages = []
         for plugin in self.post_filter_plugins:
             node, status = self._call(POST_FILTER, plugin, state.record_plugin_metrics, plugin.post_filter,

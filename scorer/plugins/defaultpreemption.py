@@ -48,15 +48,16 @@ cloned cycle state and scratch row. Messages follow kube >= 1.22 (the
 from __future__ import annotations
 
 import datetime
+import functools
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterOutcome, scratch_table
+from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterOutcome, NodeStatuses, scratch_table
 from scorer.framework.status import Code, Status
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class DefaultPreemption:
         self.args = args
         self.handle = handle
 
-    def post_filter(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[str | None, Status]:
+    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
         metrics = self.handle.metrics
         candidate, status = self.preempt(state, pod, statuses)
         if candidate is None:
@@ -129,7 +130,7 @@ class DefaultPreemption:
         return candidate.node, Status()
 
     # -- the algorithm, without side effects ------------------------------------------------
-    def preempt(self, state: CycleState, pod: Pod, statuses: dict[str, Status]) -> tuple[Candidate | None, Status]:
+    def preempt(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[Candidate | None, Status]:
         """The chosen candidate, or None and the Unschedulable status saying why."""
         nominated = self._nominated_node(pod)
         ok, message = self.eligible(pod, nominated, statuses)
@@ -142,7 +143,7 @@ class DefaultPreemption:
             return None, Status(Code.UNSCHEDULABLE, (MSG_PREFIX + fit_error(node_statuses),))
         return select_candidate(candidates), Status()
 
-    def eligible(self, pod: Pod, nominated: str, statuses: dict[str, Status]) -> tuple[bool, str]:
+    def eligible(self, pod: Pod, nominated: str, statuses: Mapping[str, Status]) -> tuple[bool, str]:
         """kube's PodEligibleToPreemptOthers."""
         if pod.preemption_policy == "Never":
             return False, MSG_POLICY_NEVER
@@ -163,30 +164,31 @@ class DefaultPreemption:
         return min(n, num_nodes)
 
     def find_candidates(self, state: CycleState, pod: Pod,
-                        statuses: dict[str, Status]) -> tuple[list[Candidate], dict[str, Status]]:
+                        statuses: Mapping[str, Status]) -> tuple[list[Candidate], dict[str, Status]]:
         """The candidates of the dry run (those without PDB violations first) and the status of
         every node looked at that is no candidate."""
         table = self.handle.cache.table
-        node_statuses: dict[str, Status] = {}
-        potential: list[int] = []
-        for row, name in enumerate(table.names):
-            status = statuses.get(name)
-            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                node_statuses[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NOT_HELPFUL,), NAME)
-            else:
-                potential.append(row)
-        if not potential:
+        unresolvable = _unresolvable_mask(statuses, table)
+        not_helpful = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NOT_HELPFUL,), NAME)
+        names = table.names
+        node_statuses: dict[str, Status] = {names[row]: not_helpful for row in np.flatnonzero(unresolvable).tolist()}
+        potential = np.flatnonzero(~unresolvable)
+        if not len(potential):
             return [], node_statuses
         rng = self.handle.rng or random
         offset = rng.randrange(len(potential))
         wanted = self.num_candidates(len(potential))
-        order = np.array(potential[offset:] + potential[:offset], dtype=np.int64)
+        order = np.concatenate([potential[offset:], potential[:offset]]).astype(np.int64, copy=False)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         fwk = self._framework()
         per_node = bool(fwk.active_pre_filter_extensions(state))
         pos, size = 0, max(wanted, 1)
         while pos < len(order):
+            if pos and (found := len(non_violating) + len(violating)) and non_violating:
+                # Enough nodes for the candidates still wanted at the rate seen so far, plus a margin
+                # (the windows only bound the work: candidates are taken in order whatever their size).
+                size = min(size, (wanted - found) * pos // found + (wanted - found) // 4 + 8)
             window = order[pos: pos + size]
             if per_node:  # PreFilter state counts pods across nodes: one state clone per node
                 results = [r for row in window.tolist()
@@ -261,31 +263,49 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
     """kube's selectVictimsOnNode for every node of ``rows`` at once, on one scratch copy.
 
     ``state`` is changed through the PreFilter extensions: give each node its own clone
-    when an extension is active (then ``rows`` is one node). Each step is one Filter call
-    over the nodes still concerned: first with every lower-priority pod removed, then
-    with the k-th most important of them added back on every node that has one.
+    when an extension is active (then ``rows`` is one node, and pods are removed and
+    added one by one, each followed by the extensions' ``remove_pod`` / ``add_pod``).
+    Without one, pods move in bulk (``NodeTable.remove_pods_at`` / ``add_pods_at``: one
+    numpy operation per step). Each step is one Filter call over the nodes still
+    concerned: first with every lower-priority pod removed, then with the k-th most
+    important of them added back on every node that has one.
     """
     scratch = scratch_table(table, rows)
     extensions = bool(fwk.active_pre_filter_extensions(state))
     names = scratch.names
     results: list[NodeResult | None] = [None] * len(names)
     order: list[list[Pod]] = []
-    violating: list[set[str]] = []
+    priority = pod.priority
     for i, name in enumerate(names):
-        lower = sorted((p for p in scratch.pods[i].values() if p.priority < pod.priority), key=importance)
+        lower = [p for p in scratch.pods[i].values() if p.priority < priority]
         order.append(lower)
-        violating.append(set())
         if not lower:
             results[i] = (name, (), 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NO_VICTIMS,), NAME))
             continue
+        lower.sort(key=_importance_key)
+        if not extensions:
+            continue
         for victim in lower:
             scratch.remove_pod(victim, name)
-            if extensions:
-                status = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, scratch.node_info(i))
-                if not status.is_success():
-                    results[i] = (name, (), 0, status)
-                    break
+            status = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, scratch.node_info(i))
+            if not status.is_success():
+                results[i] = (name, (), 0, status)
+                break
     concerned = [i for i in range(len(names)) if results[i] is None]
+    # Without extensions every lower-priority pod moves in bulk: the flat list of them (node by
+    # node, most important first), their request vectors computed once, and per node the
+    # indices of its pods in the flat list, in reprieve order.
+    flat: list[Pod] = []
+    requests = np.zeros((0, 0), dtype=np.int64)
+    indices: dict[int, list[int]] = {}
+    if not extensions and concerned:
+        flat_rows: list[int] = []
+        for i in concerned:
+            indices[i] = list(range(len(flat), len(flat) + len(order[i])))
+            flat.extend(order[i])
+            flat_rows.extend([i] * len(order[i]))
+        requests = scratch.pod_requests(flat)
+        scratch.remove_pods_at(flat_rows, flat, requests)
     if concerned:
         outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(concerned, dtype=np.int64))
         failed = _statuses(outcome, len(concerned))
@@ -294,31 +314,45 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
                 results[i] = (names[i], (), 0, failed[j])
     fitting = [i for i in range(len(names)) if results[i] is None]
     # Reprieve: PDB-violating pods first, each group most important first (kube sorts, then splits stably).
+    violating: dict[int, set[str]] = {}
     for i in fitting:
         bad, good = split_by_pdb_violation(order[i], budgets)
-        order[i] = bad + good
-        violating[i] = {p.key for p in bad}
+        if bad:
+            if not extensions:
+                where = {id(p): k for p, k in zip(order[i], indices[i], strict=True)}
+                indices[i] = [where[id(p)] for p in (*bad, *good)]
+            order[i] = bad + good
+            violating[i] = {p.key for p in bad}
     victims: dict[int, list[Pod]] = {i: [] for i in fitting}
     violations = dict.fromkeys(fitting, 0)
     step = 0
     while active := [i for i in fitting if step < len(order[i])]:
-        for i in active:
-            back = order[i][step]
-            scratch.add_pod(back, names[i])
-            if extensions:
+        back_pods = [order[i][step] for i in active]
+        if extensions:
+            for i, back in zip(active, back_pods, strict=True):
+                scratch.add_pod(back, names[i])
                 fwk.run_pre_filter_extension_add_pod(state, pod, back, scratch.node_info(i))
+        else:
+            back_at = [indices[i][step] for i in active]
+            scratch.add_pods_at(active, back_pods, requests[back_at])
         outcome = fwk.run_filters_with_nominated_pods(state, pod, scratch, np.array(active, dtype=np.int64))
-        alive = outcome.alive if outcome.error is None else np.zeros(len(active), dtype=bool)
+        alive = outcome.alive.tolist() if outcome.error is None else [False] * len(active)
+        evicted: list[int] = []
         for j, i in enumerate(active):
             if alive[j]:
                 continue
-            back = order[i][step]
-            scratch.remove_pod(back, names[i])
+            back = back_pods[j]
             if extensions:
+                scratch.remove_pod(back, names[i])
                 fwk.run_pre_filter_extension_remove_pod(state, pod, back, scratch.node_info(i))
+            else:
+                evicted.append(j)
             victims[i].append(back)
-            if back.key in violating[i]:
+            if i in violating and back.key in violating[i]:
                 violations[i] += 1
+        if evicted:
+            scratch.remove_pods_at([active[j] for j in evicted], [back_pods[j] for j in evicted],
+                                   requests[[back_at[j] for j in evicted]])
         step += 1
     for i in fitting:
         chosen = victims[i]
@@ -329,6 +363,22 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
         chosen.sort(key=importance)  # kube >= 1.22: highest priority first across both groups
         results[i] = (names[i], tuple(chosen), violations[i], None)
     return [r for r in results if r is not None]
+
+
+def _unresolvable_mask(statuses: Mapping[str, Status], table: NodeTable) -> np.ndarray:
+    """Bool per row of ``table``: the node's Filter status is UnschedulableAndUnresolvable
+    (from the cycle's NodeStatuses without making a Status; any other mapping is walked)."""
+    if isinstance(statuses, NodeStatuses) and statuses.names is table.names:
+        mask = statuses.unresolvable_mask()
+        if len(mask) == len(table):
+            return mask
+    mask = np.zeros(len(table), dtype=bool)
+    if statuses:
+        for row, name in enumerate(table.names):
+            status = statuses.get(name)
+            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                mask[row] = True
+    return mask
 
 
 def _statuses(outcome: FilterOutcome, size: int) -> list[Status | None]:
@@ -348,12 +398,19 @@ def importance(pod: Pod) -> tuple[int, datetime.datetime]:
     return -pod.priority, start_time(pod)
 
 
+def _importance_key(pod: Pod) -> tuple[int, datetime.datetime]:  # ``importance``, one call less per pod
+    return -pod.priority, (_parse_start(pod.start_time) if pod.start_time else _NOT_STARTED)
+
+
 def start_time(pod: Pod) -> datetime.datetime:
     """``status.startTime``; a pod without one counts as starting now (later than any start)."""
-    if not pod.start_time:
-        return _NOT_STARTED
+    return _parse_start(pod.start_time) if pod.start_time else _NOT_STARTED
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_start(text: str) -> datetime.datetime:
     try:
-        parsed = datetime.datetime.fromisoformat(pod.start_time)
+        parsed = datetime.datetime.fromisoformat(text)
     except ValueError:
         return _NOT_STARTED
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=datetime.UTC)
@@ -391,18 +448,15 @@ def select_candidate(candidates: Sequence[Candidate]) -> Candidate:
 
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate:
     """The six criteria of kube's pickOneNodeForPreemption, each keeping the best so far."""
-    remaining = list(candidates)
-    criteria: tuple[Callable[[Candidate], object], ...] = (
-        lambda c: c.num_pdb_violations,
-        lambda c: c.victims[0].priority,
-        lambda c: sum(v.priority + MAX_INT32 + 1 for v in c.victims),
-        lambda c: len(c.victims),
-    )
-    for key in criteria:
-        best = min(key(c) for c in remaining)  # type: ignore[type-var]
-        remaining = [c for c in remaining if key(c) == best]
-        if len(remaining) == 1:
-            return remaining[0]
+    # The first four criteria at once: the candidates of the smallest tuple are those each
+    # criterion in turn keeps.
+    keys = [(c.num_pdb_violations, c.victims[0].priority,
+             sum(v.priority for v in c.victims) + len(c.victims) * (MAX_INT32 + 1), len(c.victims))
+            for c in candidates]
+    best = min(keys)
+    remaining = [c for c, k in zip(candidates, keys, strict=True) if k == best]
+    if len(remaining) == 1:
+        return remaining[0]
     # The latest of the earliest start times of each node's highest-priority victims; ties: the first.
     chosen = remaining[0]
     latest = _earliest_start_of_highest(chosen)
