@@ -538,23 +538,28 @@ class Framework:
     def run_filters(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray) -> FilterOutcome:
         """Run Filter plugins in order; a node rejected by one is not shown to the next."""
         sampled = state.record_plugin_metrics
+        skipped = state.skip_filter_plugins
         alive = np.ones(len(rows), dtype=bool)
         records: list[FilterRecord] = []
-        positions = np.arange(len(rows))
+        if not len(rows):
+            return FilterOutcome(alive, ())
+        positions: np.ndarray | None = None  # None until a node is rejected: every position
         batch = NodeBatch(table, rows)
         for plugin, call in self._filters:
-            if plugin.name in state.skip_filter_plugins:
+            if plugin.name in skipped:
                 continue
-            if len(positions) == 0:
+            if positions is not None and not len(positions):
                 break
             verdict, status = self._call(FILTER, plugin, sampled, call, (state, pod, batch), _to_verdict)
-            if not status.is_success():
+            if status is not SUCCESS and not status.is_success():
                 return FilterOutcome(alive, tuple(records), status)
-            if verdict is None:
+            if verdict is None or not verdict.severity.any():
                 continue
             failed = verdict.failed
             if not failed.any():
                 continue
+            if positions is None:
+                positions = np.arange(len(rows))
             idx = np.flatnonzero(failed)
             records.append(
                 FilterRecord(
@@ -710,10 +715,12 @@ class Framework:
     @_extension_point(SCORE, "score", lambda outcome: outcome.error or SUCCESS)
     def run_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> ScoreOutcome:
         sampled = state.record_plugin_metrics
+        skipped = state.skip_score_plugins
+        size = len(batch)
         results: list[PluginScores] = []
-        totals = np.zeros(len(batch), dtype=np.int64)
+        totals = np.zeros(size, dtype=np.int64)
         for plugin, call, normalize in self._scores:
-            if plugin.name in state.skip_score_plugins:
+            if plugin.name in skipped:
                 continue
             raw, status = self._call(SCORE, plugin, sampled, call, (state, pod, batch), _to_scores)
             normalized = raw
@@ -722,9 +729,8 @@ class Framework:
                                                 (state, pod, raw.copy()), _to_normalized)
             if raw is None or normalized is None:
                 return ScoreOutcome(tuple(results), totals, status)
-            if len(normalized) != len(batch) or (
-                len(normalized) and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE)
-            ):
+            # One reduction checks the range: as uint64, negative scores are above the maximum too.
+            if len(normalized) != size or (size and normalized.view(np.uint64).max() > MAX_NODE_SCORE):
                 bad = np.flatnonzero((normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE))
                 i = int(bad[0]) if len(bad) else 0
                 value = int(normalized[i]) if len(normalized) else None
@@ -733,7 +739,7 @@ class Framework:
                     f'"{batch.names[i]}", it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] '
                     "after normalizing", plugin.name))
             weight = self.weights.get(plugin.name, 1)
-            totals += normalized * weight
+            totals += normalized if weight == 1 else normalized * weight
             results.append(PluginScores(plugin.name, weight, raw, normalized))
         return ScoreOutcome(tuple(results), totals)
 
@@ -847,8 +853,14 @@ def _to_post_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[st
     return node, _to_status(status, plugin, args)[1]
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _to_scores(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
-    scores = np.asarray(result, dtype=np.int64).reshape(-1)
+    if type(result) is np.ndarray and result.dtype is _INT64 and result.ndim == 1:
+        scores = result  # what vectorized plugins return: taken as is
+    else:
+        scores = np.asarray(result, dtype=np.int64).reshape(-1)
     size = len(args[2])
     if len(scores) != size:
         raise ValueError(f"returned {len(scores)} scores for {size} nodes")
@@ -859,6 +871,8 @@ def _to_normalized(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.
     """NormalizeScore returns the new scores, or None after changing them in place (``args[2]``)."""
     if result is None:
         return args[2], SUCCESS
+    if type(result) is np.ndarray and result.dtype is _INT64 and result.ndim == 1:
+        return result, SUCCESS
     return np.asarray(result, dtype=np.int64).reshape(-1), SUCCESS
 
 

@@ -15,6 +15,8 @@ from scorer.state.nodetable import NodeTable
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+_RESOURCE_MATRICES = ("allocatable", "requested", "non_zero_requested")
+_NON_ZERO_COLUMNS = {"cpu": 0, "memory": 1}
 
 
 class NodeBatch:
@@ -24,11 +26,13 @@ class NodeBatch:
     one value per node, in ``rows`` order. ``rows`` must not be modified.
     """
 
-    __slots__ = ("table", "rows")
+    __slots__ = ("table", "rows", "_version", "_matrices")
 
     def __init__(self, table: NodeTable, rows: np.ndarray) -> None:
         self.table = table
         self.rows = rows
+        self._version = -1
+        self._matrices: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -62,24 +66,44 @@ class NodeBatch:
         """True if some node of the table has or uses ``resource`` (it has a column)."""
         return resource in self.table.resource_index
 
+    def resource_matrix(self, kind: str) -> np.ndarray:
+        """The batch's rows of the table's ``allocatable``, ``requested`` (columns:
+        ``table.resource_index``) or ``non_zero_requested`` (cpu, memory) matrix, read-only.
+
+        Gathered once per batch while the table does not change (``table.version``) and
+        shared by the plugins that read resources (a row gather of the whole matrix
+        costs less than one gather of a single column)."""
+        table = self.table
+        matrices = self._matrices
+        if self._version != table.version:
+            matrices.clear()
+            self._version = table.version
+        matrix = matrices.get(kind)
+        if matrix is None:
+            if kind not in _RESOURCE_MATRICES:
+                raise ValueError(f"no resource matrix {kind!r}, expected one of {', '.join(_RESOURCE_MATRICES)}")
+            matrix = matrices[kind] = getattr(table, kind).take(self.rows, axis=0)
+            matrix.flags.writeable = False
+        return matrix
+
     def allocatable(self, resource: str) -> np.ndarray:
         """int64 allocatable of ``resource`` per node (0 where the node has none)."""
         col = self.table.resource_index.get(resource)
         if col is None:
             return np.zeros(len(self.rows), dtype=np.int64)
-        return self.table.allocatable[self.rows, col]
+        return self.resource_matrix("allocatable")[:, col].copy()
 
     def requested(self, resource: str) -> np.ndarray:
         """int64 sum of the pods' requests of ``resource`` per node."""
         col = self.table.resource_index.get(resource)
         if col is None:
             return np.zeros(len(self.rows), dtype=np.int64)
-        return self.table.requested[self.rows, col]
+        return self.resource_matrix("requested")[:, col].copy()
 
     def non_zero_requested(self, resource: str) -> np.ndarray:
         """kube's NonZeroRequested for ``cpu`` or ``memory``."""
-        col = {"cpu": 0, "memory": 1}[resource]
-        return self.table.non_zero_requested[self.rows, col]
+        col = _NON_ZERO_COLUMNS[resource]
+        return self.resource_matrix("non_zero_requested")[:, col].copy()
 
     def taint_set_ids(self) -> np.ndarray:
         """Per node, the id of its taint set in ``taint_sets``."""

@@ -56,7 +56,8 @@ class ImageLocality:
         # Sums at or above the top threshold all score 100: saturating there keeps
         # huge image sizes from overflowing int64 without changing any score.
         ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
-        sums = np.zeros(total_nodes, dtype=np.int64)
+        # Sums over the batch's nodes only; each stays within [0, ceiling].
+        sums = np.zeros(len(nodes), dtype=np.int64)
         for container in containers:
             name = normalized_image_name(container.image)
             rows = index.rows_of.get(name)
@@ -65,8 +66,11 @@ class ImageLocality:
             # kube's scaledImageScore, in the same float64 operations.
             spread = float(len(rows)) / float(total_nodes)
             scaled = min(int(float(index.sizes[name]) * spread), ceiling)
-            sums[rows] = np.minimum(sums[rows] + scaled, ceiling)
-        return calculate_priority(sums[nodes.rows], len(containers))
+            if len(rows) == total_nodes:  # on every node (rows are distinct)
+                sums = np.minimum(sums + scaled, ceiling)
+            else:
+                sums = np.minimum(sums + np.where(index.mask_of(name)[nodes.rows], scaled, 0), ceiling)
+        return calculate_priority(sums, len(containers))
 
 
 def normalized_image_name(name: str) -> str:
@@ -83,7 +87,10 @@ def calculate_priority(sum_scores: np.ndarray, num_containers: int) -> np.ndarra
     # kube's order: raise to the minimum first, else lower to the maximum (a pod without
     # containers has a maximum of 0, below the minimum: its sum, 0, scores 0).
     clamped = np.where(sum_scores < MIN_THRESHOLD, MIN_THRESHOLD, np.minimum(sum_scores, max_threshold))
-    return trunc_div(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+    span = max_threshold - MIN_THRESHOLD
+    if span > 0:  # with containers: clamped >= MIN_THRESHOLD, Go's division is the floor division
+        return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // span
+    return trunc_div(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), span)
 
 
 class _ImageIndex:
@@ -94,7 +101,7 @@ class _ImageIndex:
     kube's cache keeps the size reported by the first node that had it.
     """
 
-    __slots__ = ("table", "version", "nodes", "sizes", "rows_of")
+    __slots__ = ("table", "version", "nodes", "sizes", "rows_of", "_masks")
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
@@ -110,6 +117,15 @@ class _ImageIndex:
                     if not rows or rows[-1] != row:  # a node counts once per name
                         rows.append(row)
         self.rows_of = {name: np.array(rows, dtype=np.int64) for name, rows in rows_of.items()}
+        self._masks: dict[str, np.ndarray] = {}
+
+    def mask_of(self, name: str) -> np.ndarray:
+        """Bool per row: the node lists image ``name`` (built once per name and index)."""
+        mask = self._masks.get(name)
+        if mask is None:
+            mask = self._masks[name] = np.zeros(len(self.nodes), dtype=bool)
+            mask[self.rows_of[name]] = True
+        return mask
 
     def still_valid(self, table: NodeTable) -> bool:
         if self.table is not table:

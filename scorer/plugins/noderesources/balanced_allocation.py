@@ -93,13 +93,18 @@ class NodeResourcesBalancedAllocation:
         requests = pre.requests if pre is not None else pod_requests(pod, self.resources, non_zero=False)
         if not any(requests):  # PreScore disabled, best-effort pod
             return np.zeros(len(nodes), dtype=np.int64)
-        fractions = []
-        included = []
+        fractions: list[np.ndarray] = []
+        included: list[np.ndarray | None] = []
         for resource, pod_request in zip(self.resources, requests, strict=True):
             pair = allocatable_and_requested(nodes, resource, pod_request, non_zero=False)
             if pair is None:
                 continue
             allocatable, requested = pair
+            if int(allocatable.min()) > 0:  # the common case: no node without the resource
+                # int64 / int64 divides as float64, the same operation as below.
+                fractions.append(np.minimum(requested / allocatable, 1.0))
+                included.append(None)
+                continue
             present = allocatable != 0
             fraction = np.divide(
                 requested.astype(np.float64), allocatable.astype(np.float64),
@@ -110,17 +115,20 @@ class NodeResourcesBalancedAllocation:
         return _balanced_score(fractions, included, len(nodes))
 
 
-def _balanced_score(fractions: list[np.ndarray], included: list[np.ndarray], size: int) -> np.ndarray:
-    """kube's balancedResourceScorer per node; fractions[i][n] counts where included[i][n]."""
+def _balanced_score(fractions: list[np.ndarray], included: list[np.ndarray | None], size: int) -> np.ndarray:
+    """kube's balancedResourceScorer per node; fractions[i][n] counts where included[i][n]
+    (``included[i]`` None: on every node)."""
     if len(fractions) == 2:  # the default (cpu, memory): no stacking needed
-        both = included[0] & included[1]
+        if included[0] is None and included[1] is None:
+            return ((1.0 - np.abs((fractions[0] - fractions[1]) / 2)) * MAX_NODE_SCORE).astype(np.int64)
+        both = _present(included[0], size) & _present(included[1], size)
         return ((1.0 - np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)) * MAX_NODE_SCORE).astype(
             np.int64
         )
     std = np.zeros(size, dtype=np.float64)
     if fractions:
         frac = np.stack(fractions, axis=1)
-        mask = np.stack(included, axis=1)
+        mask = np.stack([_present(m, size) for m in included], axis=1)
         count = mask.sum(axis=1)
         # Exactly two: |f_first - f_second| / 2 (Go: math.Abs((f0 - f1) / 2)).
         two = count == 2
@@ -144,6 +152,10 @@ def _balanced_score(fractions: list[np.ndarray], included: list[np.ndarray], siz
             std = np.where(many, np.sqrt(squares / np.where(many, count, 1)), std)
     # int64((1 - std) * 100): conversion truncates toward zero; the value is >= 0.
     return ((1.0 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def _present(mask: np.ndarray | None, size: int) -> np.ndarray:
+    return np.ones(size, dtype=bool) if mask is None else mask
 
 
 def factory(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> NodeResourcesBalancedAllocation:

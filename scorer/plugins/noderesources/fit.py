@@ -222,8 +222,10 @@ class NodeResourcesFit:
         state.write(_PRE_FILTER_KEY, _PreFilterState(tuple(requests)))
         return None
 
-    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict:
+    def filter_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> FilterVerdict | None:
         pre = _pre_filter_state(state)
+        if self._fits_everywhere(pre, nodes):
+            return None
         verdict = FilterVerdict(len(nodes))
         verdict.reject(nodes.requested("pods") + 1 > nodes.allocatable("pods"), ERR_REASON_TOO_MANY_PODS)
         for resource, amount in pre.requests:
@@ -234,6 +236,22 @@ class NodeResourcesFit:
             verdict.reject(insufficient & ~unresolvable, reason, Code.UNSCHEDULABLE)
             verdict.reject(insufficient & unresolvable, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         return verdict
+
+    @staticmethod
+    def _fits_everywhere(pre: _PreFilterState, nodes: NodeBatch) -> bool:
+        """True when no node of the batch lacks room: the pod count and every request
+        within ``allocatable - requested`` (one pass over the batch's resource matrices;
+        ``filter_batch`` then rejects nothing). False when any check fails or a requested
+        resource has no column: the filter then finds which nodes and why."""
+        index = nodes.table.resource_index
+        free = nodes.resource_matrix("allocatable") - nodes.resource_matrix("requested")
+        if (free[:, index["pods"]] < 1).any():
+            return False
+        for resource, amount in pre.requests:
+            col = index.get(resource)
+            if col is None or (free[:, col] < amount).any():
+                return False
+        return True
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> Status | None:
         state.write(_PRE_SCORE_KEY, _PreScoreState(pod_requests(pod, self.resource_names, non_zero=True)))
@@ -249,15 +267,22 @@ class NodeResourcesFit:
             if pair is None:
                 continue
             score, include = self._resource_score(*pair)
-            total += score * weight
-            weight_sum += include * weight
-        safe_sum = np.where(weight_sum == 0, 1, weight_sum)
+            if weight == 1:
+                total += score
+                weight_sum += include
+            else:
+                total += score * weight
+                weight_sum += include * weight
+        # Where no resource counts the score is 0; when every node has one (the common case)
+        # the masking below changes nothing and is skipped.
+        counted_everywhere = not len(weight_sum) or int(weight_sum.min()) > 0
+        safe_sum = weight_sum if counted_everywhere else np.where(weight_sum == 0, 1, weight_sum)
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             # math.Round(total / weightSum), half away from zero; both are >= 0.
             result = (2 * total + safe_sum) // (2 * safe_sum)
         else:
             result = total // safe_sum
-        return np.where(weight_sum == 0, 0, result)
+        return result if counted_everywhere else np.where(weight_sum == 0, 0, result)
 
     def _ignored(self, resource: str) -> bool:
         """Only extended resources can be ignored, by name or by the group before ``/``."""

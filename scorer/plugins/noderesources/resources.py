@@ -79,7 +79,8 @@ def allocatable_and_requested(
     nodes: NodeBatch, resource: str, pod_request: int, *, non_zero: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """kube's ``calculateResourceAllocatableRequest`` for every node: the node's allocatable
-    and its requested amount with the pod placed; None if the resource is not scored.
+    (a read-only view) and its requested amount with the pod placed; None if the resource
+    is not scored.
 
     Scalar resources the pod does not request, and names that are neither native nor
     scalar, are not scored. ``non_zero`` takes cpu and memory from the nodes' non-zero
@@ -90,11 +91,13 @@ def allocatable_and_requested(
         return None
     if not nodes.has_resource(resource):
         return None
+    # Read-only views of the batch's resource matrices (shared with the other plugins).
+    col = nodes.table.resource_index[resource]
     if non_zero and resource in ("cpu", "memory"):
-        used = nodes.non_zero_requested(resource)
+        used = nodes.resource_matrix("non_zero_requested")[:, 0 if resource == "cpu" else 1]
     else:
-        used = nodes.requested(resource)
-    return nodes.allocatable(resource), saturating_add(used, pod_request)
+        used = nodes.resource_matrix("requested")[:, col]
+    return nodes.resource_matrix("allocatable")[:, col], saturating_add(used, pod_request)
 
 
 def saturating_add(values: np.ndarray, amount: int) -> np.ndarray:
