@@ -72,3 +72,10 @@ def test_parse_errors(text, message):
 def test_format(value, text):
     assert format_duration(value) == text
     assert parse_duration(text) == value
+
+
+def test_a_duration_with_control_characters_is_quoted_with_escapes():
+    # Go's time.ParseDuration quotes the input (%q): a message stays one line whatever the input.
+    with pytest.raises(ValueError) as caught:
+        parse_duration("\n")
+    assert str(caught.value) == 'invalid duration "\\n"'

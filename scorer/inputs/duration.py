@@ -12,6 +12,8 @@ import re
 from datetime import timedelta
 from fractions import Fraction
 
+from scorer.inputs.describe import quote
+
 # Nanoseconds per unit, as in Go's time.unitMap (both micro signs are accepted).
 _UNITS: dict[str, int] = {
     "ns": 1,
@@ -37,7 +39,7 @@ def parse_duration(text: str) -> timedelta:
     if text == "0":
         return timedelta(0)
     if text == "":
-        raise ValueError(f'invalid duration "{orig}"')
+        raise ValueError(f'invalid duration {quote(orig)}')
     total = Fraction(0)
     pos = 0
     while pos < len(text):
@@ -45,17 +47,17 @@ def parse_duration(text: str) -> timedelta:
         assert match is not None  # the pattern matches the empty string
         whole, frac, unit = match.group(1), match.group(2), match.group(3)
         if not whole and not frac:
-            raise ValueError(f'invalid duration "{orig}"')
+            raise ValueError(f'invalid duration {quote(orig)}')
         if not unit:
-            raise ValueError(f'missing unit in duration "{orig}"')
+            raise ValueError(f'missing unit in duration {quote(orig)}')
         if unit not in _UNITS:
-            raise ValueError(f'unknown unit "{unit}" in duration "{orig}"')
+            raise ValueError(f'unknown unit {quote(unit)} in duration {quote(orig)}')
         value = Fraction(int(whole or "0"))
         if frac:
             value += Fraction(int(frac), 10 ** len(frac))
         total += value * _UNITS[unit]
         if total > _MAX_NS + (1 if sign < 0 else 0):
-            raise ValueError(f'invalid duration "{orig}"')
+            raise ValueError(f'invalid duration {quote(orig)}')
         pos = match.end()
     return timedelta(microseconds=sign * (int(total) // 1000))
 
