@@ -26,6 +26,8 @@ from scorer.plugins.defaultpreemption import (
     pick_one_node,
     split_by_pdb_violation,
 )
+from scorer.plugins.interpodaffinity import InterPodAffinity
+from scorer.plugins.podtopologyspread import PodTopologySpread
 from scorer.registry import build_registry
 from scorer.testing import make_handle, make_node, make_pod, plugin_config
 
@@ -326,3 +328,43 @@ def test_the_bulk_dry_run_finds_the_candidates_of_the_pod_by_pod_one(seed):
                 break
     assert sorted(candidates, key=lambda c: c.num_pdb_violations) == \
         sorted(expected, key=lambda c: c.num_pdb_violations)
+
+
+@pytest.mark.parametrize("plugin", [PodTopologySpread, InterPodAffinity])
+@pytest.mark.parametrize(("seed", "selected"), [(0, "a"), (1, "a"), (2, "z"), (3, "z")])
+def test_nodes_whose_victims_no_extension_counts_are_dry_run_in_bulk_with_the_same_result(
+        monkeypatch, plugin, seed, selected):
+    """With PodTopologySpread's (a DoNotSchedule constraint) or InterPodAffinity's (required
+    anti-affinity) PreFilter state active, only nodes holding lower-priority pods the pod's term
+    selects need a state clone each; the others go through the bulk path. The candidates are those
+    of the all-clones path (every pod treated as affecting the state)."""
+    rng = random.Random(seed)
+    nodes, pods, budgets = random_cluster(rng)
+    nodes = [attrs.evolve(n, labels={**n.labels, "kubernetes.io/hostname": n.name}) for n in nodes]
+    selector = {"matchLabels": {"app": selected}}
+    spec = ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}]}
+            if plugin is PodTopologySpread else
+            {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}]}}})
+    preemptor = make_pod("high", cpu=str(rng.choice([2, 3, 4])), priority=6, labels={"app": "h"}, spec=spec)
+    config = plugin_config("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 5})
+    split = dry_run(nodes, pods, budgets, preemptor, config, per_node=False)
+    calls = []
+    original = defaultpreemption.select_victims
+
+    def every_node_alone(*args, **kwargs):
+        calls.append(kwargs.get("extensions"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(defaultpreemption, "select_victims", every_node_alone)
+    split_again = dry_run(nodes, pods, budgets, preemptor, config, per_node=False)
+    assert split_again == split
+    if selected == "z":  # no pod has app=z: every node goes in bulk
+        assert calls and all(extensions is False for extensions in calls)
+    else:
+        assert None in calls  # some nodes hold app=a pods: those get their own clone
+    monkeypatch.setattr(plugin, "affected_by", lambda self, state, pod, other: True)
+    alone = dry_run(nodes, pods, budgets, preemptor, config, per_node=False)
+    assert alone == split
+    assert split[0]  # there are candidates to compare

@@ -76,7 +76,13 @@ class PreFilterExtensions(Plugin, Protocol):
     "what if this pod were added to / removed from that node" on a clone of the
     cycle state: these update the plugin's PreFilter state in ``state`` (a clone;
     replace or copy the value before changing it, never change a shared one in
-    place). ``node`` is the node ``pod_info`` is added to or removed from."""
+    place). ``node`` is the node ``pod_info`` is added to or removed from.
+
+    Optional: ``affected_by(state, pod, other) -> bool``, False when adding or
+    removing ``other`` (anywhere) cannot change this plugin's PreFilter state for
+    ``pod``. Preemption then dry-runs nodes whose victims affect no extension
+    together, in bulk, instead of one state clone per node. Without it every pod
+    counts as affecting the state (always correct, slower)."""
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node: NodeInfo) -> Status | None:
         """``pod_to_add`` is now counted on ``node``."""

@@ -63,6 +63,7 @@ from scorer.framework.status import Code, Status
 if TYPE_CHECKING:
     from scorer.framework.catalog import PluginRegistry
     from scorer.framework.cycle_state import CycleState
+    from scorer.framework.interface import PreFilterExtensions
     from scorer.framework.runtime import Framework, Handle
     from scorer.model import Pod, PodDisruptionBudget
     from scorer.state.nodetable import NodeTable
@@ -182,7 +183,7 @@ class DefaultPreemption:
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         fwk = self._framework()
-        per_node = bool(fwk.active_pre_filter_extensions(state))
+        extensions = fwk.active_pre_filter_extensions(state)
         pos, size = 0, max(wanted, 1)
         while pos < len(order):
             if pos and (found := len(non_violating) + len(violating)) and non_violating:
@@ -190,9 +191,8 @@ class DefaultPreemption:
                 # (the windows only bound the work: candidates are taken in order whatever their size).
                 size = min(size, (wanted - found) * pos // found + (wanted - found) // 4 + 8)
             window = order[pos: pos + size]
-            if per_node:  # PreFilter state counts pods across nodes: one state clone per node
-                results = [r for row in window.tolist()
-                           for r in select_victims(fwk, state.clone(), pod, table, np.array([row]), self._budgets)]
+            if extensions:
+                results = self._select_victims_with_extensions(fwk, extensions, state, pod, window)
             else:
                 results = select_victims(fwk, state, pod, table, window, self._budgets)
             for name, victims, violations, status in results:
@@ -207,6 +207,32 @@ class DefaultPreemption:
             pos += len(window)
             size *= 2
         return non_violating + violating, node_statuses
+
+    def _select_victims_with_extensions(self, fwk: Framework, extensions: list[PreFilterExtensions],
+                                        state: CycleState, pod: Pod, window: np.ndarray) -> list[NodeResult]:
+        """``select_victims`` when PreFilter extensions keep state about other pods: a node
+        whose lower-priority pods some extension may count (``affected_by``; an extension
+        without it counts every pod) gets its own state clone and moves its pods one by one
+        (kube's per-node path); the others leave every extension's state as it is, so they
+        go through the bulk path together, on the shared state. Results in ``window`` order."""
+        table = self.handle.cache.table
+        priority = pod.priority
+        own: list[int] = []
+        shared: list[int] = []
+        for row in window.tolist():
+            lower = (p for p in table.pods[row].values() if p.priority < priority)
+            if any(_affects(extension, state, pod, other) for other in lower for extension in extensions):
+                own.append(row)
+            else:
+                shared.append(row)
+        by_row: dict[int, NodeResult] = {}
+        if shared:
+            rows = np.array(shared, dtype=np.int64)
+            by_row.update(zip(shared, select_victims(fwk, state, pod, table, rows, self._budgets,
+                                                     extensions=False), strict=True))
+        for row in own:
+            (by_row[row],) = select_victims(fwk, state.clone(), pod, table, np.array([row]), self._budgets)
+        return [by_row[row] for row in window.tolist()]
 
     # -- side effects -------------------------------------------------------------------------
     def prepare_candidate(self, candidate: Candidate, pod: Pod) -> None:
@@ -258,8 +284,21 @@ class DefaultPreemption:
 NodeResult = tuple[str, tuple["Pod", ...], int, "Status | None"]
 
 
+def _affects(extension: PreFilterExtensions, state: CycleState, pod: Pod, other: Pod) -> bool:
+    """May ``extension``'s ``remove_pod`` / ``add_pod`` of ``other`` change its state for ``pod``?
+    True unless the extension says not (its optional ``affected_by``)."""
+    affected_by = getattr(extension, "affected_by", None)
+    if affected_by is None:
+        return True
+    try:
+        return bool(affected_by(state, pod, other))
+    except Exception:  # a plugin's error: take the path that asks it nothing
+        return True
+
+
 def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray,
-                   budgets: Callable[[str], list[PodDisruptionBudget]]) -> list[NodeResult]:
+                   budgets: Callable[[str], list[PodDisruptionBudget]], *,
+                   extensions: bool | None = None) -> list[NodeResult]:
     """kube's selectVictimsOnNode for every node of ``rows`` at once, on one scratch copy.
 
     ``state`` is changed through the PreFilter extensions: give each node its own clone
@@ -271,7 +310,8 @@ def select_victims(fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
     important of them added back on every node that has one.
     """
     scratch = scratch_table(table, rows)
-    extensions = bool(fwk.active_pre_filter_extensions(state))
+    if extensions is None:
+        extensions = bool(fwk.active_pre_filter_extensions(state))
     names = scratch.names
     results: list[NodeResult | None] = [None] * len(names)
     order: list[list[Pod]] = []

@@ -303,6 +303,19 @@ class InterPodAffinity:
     def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: NodeInfo) -> Status | None:
         return self._update(state, pod, pod_to_remove, node, -1)
 
+    def affected_by(self, state: CycleState, pod: Pod, other: Pod) -> bool:
+        """Whether ``_update`` may count ``other``: it has required anti-affinity terms, or the
+        pod's required affinity terms all select it, or one of its anti-affinity terms does."""
+        pre = _pre_filter_state(state)
+        if pre is None:
+            return False
+        other_terms, _ = pod_terms(other)
+        if other_terms.required_anti_affinity:
+            return True
+        if pre.affinity_terms and all(_selects(t, ns, other) for t, ns in pre.affinity_terms):
+            return True
+        return any(_selects(term, nset, other) for term, nset in pre.anti_affinity_terms)
+
     def _update(self, state: CycleState, pod: Pod, other: Pod, node: NodeInfo, delta: int) -> Status | None:
         """kube's ``preFilterState.updateWithPod``, on a copy of the state written back."""
         pre = _pre_filter_state(state)

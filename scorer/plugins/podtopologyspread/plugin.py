@@ -275,6 +275,14 @@ class PodTopologySpread:
         self._update(state, pod, pod_to_add, node, +1)
         return None
 
+    def affected_by(self, state: CycleState, pod: Pod, other: Pod) -> bool:
+        """Whether ``_update`` may count ``other``: of the pod's namespace, matched by a
+        DoNotSchedule constraint's selector (node inclusion aside: a superset)."""
+        pre = _pre_filter_state(state)
+        if pre is None or not pre.constraints or other.namespace != pod.namespace:
+            return False
+        return any(c.matches(other) for c in pre.constraints)
+
     def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: NodeInfo) -> Status | None:
         self._update(state, pod, pod_to_remove, node, -1)
         return None
