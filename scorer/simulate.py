@@ -239,8 +239,10 @@ def simulate(
                 score = int(result.scores.totals[names.index(result.selected)])
             decided = deciding_plugins(result, cache.table)
             if extra["preempted"]:
-                decided += (f"; preempted {', '.join(extra['preempted'])} on nominated node "
-                            f"{extra['nominated']}")
+                # "nominated node N" alone says the pod went where its preemption made room: say once.
+                preempted_on = f"preempted {', '.join(extra['preempted'])} on nominated node {extra['nominated']}"
+                decided = preempted_on if decided == f"nominated node {extra['nominated']}" else \
+                    f"{decided}; {preempted_on}"
             placements.append(Placement(key, report.profile, report.node, score, decided, n,
                                         **extra))  # type: ignore[arg-type]
         else:

@@ -132,7 +132,7 @@ def test_simulate_preempts_respecting_a_budget_and_places_the_preemptor():
     by_pod = {p.pod: p for p in report.placements}
     assert by_pod["default/urgent"].node == "n1" and by_pod["default/urgent"].preempted == ("default/db-0",)
     assert by_pod["default/urgent"].nominated == "n1"
-    assert "preempted default/db-0 on nominated node n1" in by_pod["default/urgent"].decided_by
+    assert by_pod["default/urgent"].decided_by == "preempted default/db-0 on nominated node n1"
     assert "default/db-0" not in report.cluster.pods
     assert [e.note for e in report.cluster.events if e.reason == "Preempted"] == [
         "Preempted by pod uid-default-urgent on node n1"]
