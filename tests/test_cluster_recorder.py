@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from scorer.cluster.interface import EventRecorder
+from scorer.cluster.memory import InMemoryCluster
 from scorer.cluster.recorder import BufferedRecorder
 from scorer.testing import make_pod
 
@@ -139,3 +140,20 @@ async def test_a_sink_without_nominations_still_gets_conditions():
     recorder.set_pod_condition(make_pod("p"), "False", "Unschedulable", "0/1")
     await recorder.flush()
     assert sink.written == [("condition", "default/p", "False", "Unschedulable")] and recorder.failed == 0
+
+
+async def test_an_events_related_object_reaches_the_sink_only_when_there_is_one():
+    sink = InMemoryCluster([], [], [])
+    recorder = BufferedRecorder(sink)
+    victim, preemptor = make_pod("victim"), make_pod("preemptor")
+    recorder.record(victim, "Normal", "Preempted", "Preempting", "Preempted by pod x on node n1", related=preemptor)
+    recorder.record(victim, "Warning", "FailedScheduling", "Scheduling", "no")
+    await recorder.flush()
+    assert [(e.reason, e.related) for e in sink.events] == [("Preempted", "default/preemptor"),
+                                                           ("FailedScheduling", "")]
+    # A sink written before related objects existed still gets the events without one.
+    old = Sink()
+    recorder = BufferedRecorder(old)
+    recorder.record(victim, "Warning", "FailedScheduling", "Scheduling", "no")
+    await recorder.flush()
+    assert recorder.failed == 0 and len(old.written) == 1

@@ -252,8 +252,10 @@ def test_prepare_deletes_victims_with_events_and_clears_lower_nominations():
     asyncio.run(asm.recorder.flush())
     [victim] = result.victims
     assert cluster.preempted == [victim.key] and victim.key not in cluster.pods
-    assert [(e.pod, e.type, e.reason, e.action, e.note) for e in cluster.events] == [
-        (victim.key, "Normal", "Preempted", "Preempting", "Preempted by pod uid-default-high on node n1")]
+    # The preemptor is the Event's related object, as kube-scheduler's Eventf(victim, preemptor, ...) has it.
+    assert [(e.pod, e.type, e.reason, e.action, e.note, e.related) for e in cluster.events] == [
+        (victim.key, "Normal", "Preempted", "Preempting", "Preempted by pod uid-default-high on node n1",
+         "default/high")]
     assert cluster.pods["default/nominated-low"].nominated_node_name == ""
     assert cluster.pods["default/nominated-high"].nominated_node_name == "n1"
 

@@ -64,6 +64,7 @@ def test_a_high_priority_pod_preempts_exactly_the_chosen_victim_and_is_bound(pla
         assert event["note"] == f"Preempted by pod {uid} on node preempt-a"
         assert (event["type"], event["action"], event["reportingController"]) == ("Normal", "Preempting", scheduler)
         assert event["regarding"]["uid"] == pods["low-b"]["metadata"]["uid"]
+        assert (event["related"]["kind"], event["related"]["name"], event["related"]["uid"]) == ("Pod", "urgent", uid)
         # The kubelet's part: the victim terminates.
         cluster.call("DELETE", f"/api/v1/namespaces/{namespace}/pods/low-b",
                      {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})

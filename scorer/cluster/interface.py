@@ -53,8 +53,11 @@ class EventSink(Protocol):
     sink must not turn a bound pod's PodScheduled condition back to False.
     """
 
-    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
-        """An Event regarding ``pod`` (``type_`` Normal or Warning; kube's reason, action and note)."""
+    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+                          related: Pod | None = None) -> None:
+        """An Event regarding ``pod`` (``type_`` Normal or Warning; kube's reason, action and note);
+        ``related`` is the Event's second object (the preemptor of a Preempted Event). Recorders
+        pass it only when there is one, so sinks written before it keep working."""
 
     async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
                                   nominated_node: str | None = None) -> None:
@@ -86,7 +89,8 @@ class EventRecorder(Protocol):
     before reading the sink).
     """
 
-    def record(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None: ...
+    def record(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+               related: Pod | None = None) -> None: ...
 
     def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
                           nominated_node: str | None = None) -> None: ...

@@ -38,6 +38,7 @@ class Event:
     reason: str
     action: str
     note: str
+    related: str = ""  # the key of the Event's related pod (the preemptor of a Preempted Event)
 
 
 @attrs.frozen(slots=True)
@@ -90,8 +91,9 @@ class InMemoryCluster:
             self._handlers.on_pod_update(current, bound)
 
     # -- EventSink ------------------------------------------------------------
-    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
-        self.events.append(Event(pod.key, type_, reason, action, note))
+    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+                          related: Pod | None = None) -> None:
+        self.events.append(Event(pod.key, type_, reason, action, note, related.key if related is not None else ""))
 
     async def write_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
                                   nominated_node: str | None = None) -> None:

@@ -44,7 +44,7 @@ class BufferedRecorder:
         self.dropped = 0
         self.failed = 0
         self._dropping = False
-        self._buffer: collections.deque[tuple[int, Pod, tuple[str | None, ...]]] = collections.deque()
+        self._buffer: collections.deque[tuple[int, Pod, tuple[str | Pod | None, ...]]] = collections.deque()
         self.pending_deletions = 0  # victims enqueued and not yet deleted
         self._lock = asyncio.Lock()  # one drain at a time keeps the writes in order
         self._wake: asyncio.Event | None = None
@@ -54,8 +54,10 @@ class BufferedRecorder:
         """Entries enqueued and not yet written."""
         return len(self._buffer)
 
-    def record(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
-        self._put((_EVENT, pod, (type_, reason, action, note)))
+    def record(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+               related: Pod | None = None) -> None:
+        self._put((_EVENT, pod, (type_, reason, action, note) if related is None
+                   else (type_, reason, action, note, related)))
 
     def set_pod_condition(self, pod: Pod, status: str, reason: str, message: str,
                           nominated_node: str | None = None) -> None:
@@ -68,7 +70,7 @@ class BufferedRecorder:
     def clear_nominated_node(self, pod: Pod) -> None:
         self._put((_CLEAR_NOMINATION, pod, ()), always=True)
 
-    def _put(self, entry: tuple[int, Pod, tuple[str | None, ...]], *, always: bool = False) -> None:
+    def _put(self, entry: tuple[int, Pod, tuple[str | Pod | None, ...]], *, always: bool = False) -> None:
         if len(self._buffer) >= self.capacity and not always:
             if not self._dropping:
                 self._dropping = True
@@ -95,7 +97,7 @@ class BufferedRecorder:
                             await self.sink.write_pod_condition(pod, status, reason, message)  # type: ignore[arg-type]
                         else:
                             await self.sink.write_pod_condition(pod, status, reason, message,  # type: ignore[arg-type]
-                                                                nominated_node=nominated)
+                                                                nominated_node=nominated)  # type: ignore[arg-type]
                     elif kind == _DELETE:
                         self.pending_deletions -= 1
                         await self.sink.delete_pod(pod)  # type: ignore[attr-defined]

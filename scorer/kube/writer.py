@@ -172,10 +172,11 @@ class ApiWriter:
 
     # --- Events ----------------------------------------------------------------------------------
 
-    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
+    async def write_event(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+                          related: Pod | None = None) -> None:
         now = self._clock()
         self._expire_series(now)
-        key = (pod.key, pod.uid, type_, reason, action, note)
+        key = (pod.key, pod.uid, type_, reason, action, note, related.key if related is not None else "")
         series = self._series.get(key)
         if series is not None:
             series.count += 1
@@ -197,7 +198,7 @@ class ApiWriter:
             self._dropping = False
             log.info("event rate limit: writing events again")
         try:
-            path, v1, stamp = await self._post_event(pod, type_, reason, action, note)
+            path, v1, stamp = await self._post_event(pod, type_, reason, action, note, related)
         except Exception:
             self._failed.inc()
             raise
@@ -206,15 +207,16 @@ class ApiWriter:
         while len(self._series) > self.limits.max_series:
             self._series.popitem(last=False)
 
-    async def _post_event(self, pod: Pod, type_: str, reason: str, action: str,
-                          note: str) -> tuple[str, bool, datetime.datetime]:
+    async def _post_event(self, pod: Pod, type_: str, reason: str, action: str, note: str,
+                          related: Pod | None = None) -> tuple[str, bool, datetime.datetime]:
         """POST a new Event; its path, whether it is events.k8s.io/v1, and its time."""
         now = datetime.datetime.now(datetime.UTC)
         name = f"{pod.name}.{time.time_ns():x}"
         if self._events_v1 is not False:
             path = f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events"
             response = await self.events_client.request("POST", path,
-                                                 body=self._event_v1(pod, name, now, type_, reason, action, note))
+                                                 body=self._event_v1(pod, name, now, type_, reason, action, note,
+                                                                     related))
             if response.status != 404:
                 self._events_v1 = True
                 _check(response, f"Event {reason} for {pod.key}")
@@ -226,17 +228,21 @@ class ApiWriter:
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": pod.namespace},
             "involvedObject": _regarding(pod), "type": type_, "reason": reason, "message": note,
             "action": action, "source": {"component": self.controller}, "reportingComponent": self.controller,
-            "reportingInstance": self.instance, "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1})
+            "reportingInstance": self.instance, "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+            **({"related": _regarding(related)} if related is not None else {})})
         _check(response, f"Event {reason} for {pod.key}")
         return f"{path}/{name}", False, now
 
     def _event_v1(self, pod: Pod, name: str, now: datetime.datetime, type_: str, reason: str, action: str,
-                  note: str) -> dict[str, object]:
-        return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-                "metadata": {"name": name, "namespace": pod.namespace},
-                "eventTime": now.strftime(MICRO_TIME), "reportingController": self.controller,
-                "reportingInstance": self.instance, "action": action, "reason": reason, "type": type_,
-                "note": note, "regarding": _regarding(pod)}
+                  note: str, related: Pod | None = None) -> dict[str, object]:
+        event: dict[str, object] = {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": pod.namespace},
+            "eventTime": now.strftime(MICRO_TIME), "reportingController": self.controller,
+            "reportingInstance": self.instance, "action": action, "reason": reason, "type": type_,
+            "note": note, "regarding": _regarding(pod)}
+        if related is not None:  # kube's Eventf(regarding, related, ...): the preemptor of a Preempted Event
+            event["related"] = _regarding(related)
+        return event
 
     def _admit(self, pod_key: str, now: float) -> bool:
         """Whether a new Event of this pod may be written now (a token from its bucket and the global one)."""

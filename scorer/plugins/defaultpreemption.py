@@ -247,7 +247,7 @@ class DefaultPreemption:
                 waiting.reject(NAME, "preempted")
             if recorder is not None:
                 recorder.record(victim, "Normal", "Preempted", "Preempting",
-                                f"Preempted by pod {pod.uid} on node {candidate.node}")
+                                f"Preempted by pod {pod.uid} on node {candidate.node}", related=pod)
         nominator = self.handle.nominator
         if nominator:
             for other in nominator.nominated_pods_for_node(candidate.node):
