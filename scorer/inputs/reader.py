@@ -556,11 +556,45 @@ class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
         self.problems = _Problems()
 
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """YAML's merge keys (PyYAML 6.0.3's ``flatten_mapping``, kept here: 6.0.4 drops a merged
+        key whose name was merged before, so ``{<<: *b}`` lost the keys ``b`` itself overrides).
+        The merged pairs go first, later sources first, then the mapping's own: the last pair of
+        a key wins when the mapping is built."""
         # Count the keys written in the mapping itself before merged keys join
         # them: only those can be repeats.
         if not hasattr(node, "explicit_keys"):
             node.explicit_keys = sum(1 for key, _ in node.value if key.tag != _MERGE_TAG)
-        super().flatten_mapping(node)
+        merge: list[tuple[yaml.Node, yaml.Node]] = []
+        index = 0
+        while index < len(node.value):
+            key_node, value_node = node.value[index]
+            if key_node.tag == _MERGE_TAG:
+                del node.value[index]
+                if isinstance(value_node, yaml.MappingNode):
+                    self.flatten_mapping(value_node)
+                    merge.extend(value_node.value)
+                elif isinstance(value_node, yaml.SequenceNode):
+                    sources = []
+                    for source in value_node.value:
+                        if not isinstance(source, yaml.MappingNode):
+                            raise yaml.constructor.ConstructorError(
+                                "while constructing a mapping", node.start_mark,
+                                f"expected a mapping for merging, but found {source.id}", source.start_mark)
+                        self.flatten_mapping(source)
+                        sources.append(source.value)
+                    for pairs in reversed(sources):
+                        merge.extend(pairs)
+                else:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"expected a mapping or list of mappings for merging, but found {value_node.id}",
+                        value_node.start_mark)
+            else:
+                if key_node.tag == "tag:yaml.org,2002:value":
+                    key_node.tag = "tag:yaml.org,2002:str"
+                index += 1
+        if merge:
+            node.value = merge + node.value
 
     def nest(self, child: yaml.Node, depth: int) -> None:
         """Record the depth of a collection about to be built; refuse it past the limit."""
@@ -691,7 +725,9 @@ _Loader.add_constructor(
 
 def _yaml_documents(text: str, source: str, limits: Limits) -> list[Document]:
     max_depth = min(limits.max_depth, MAX_DEPTH_CEILING)
-    if _depth_bound(text) > SAFE_COMPOSE_DEPTH:
+    # libyaml's composer may refuse deep text itself (PyYAML >= 6.0.4 bundles a nesting limit), with
+    # a message of its own: text that may nest past the limit is scanned first, without composing.
+    if _depth_bound(text) > max_depth:
         _scan_depth(text, source, max_depth)
     check_aliases = "&" in text and "*" in text
     loader: _Loader | None = None
@@ -802,11 +838,15 @@ def _document_spans(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _scan_depth(text: str, source: str, max_depth: int) -> None:
-    """The exact depth, from libyaml's (non-recursive) event parser; stops at
-    the first syntax error, which the composer will then report."""
+    """The exact depth, from PyYAML's (non-recursive) event parser; stops at
+    the first syntax error, which the composer will then report.
+
+    The pure-Python parser: libyaml's scanner (PyYAML >= 6.0.4) refuses
+    nesting past its own limit while it looks ahead for simple keys, before
+    the events at our limit are out, and its message gives no position of ours."""
     try:
-        loader = yaml.CSafeLoader(text)
-    except UnicodeEncodeError:
+        loader = yaml.SafeLoader(text)
+    except (UnicodeEncodeError, yaml.YAMLError):
         return  # the composer's loader reports it
     starts = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
