@@ -99,13 +99,12 @@ def test_least_recently_used_counts_are_dropped(monkeypatch: pytest.MonkeyPatch)
     assert again is not first and again.total == 1
 
 
-def test_pods_with_affinity_terms_and_extensions() -> None:
+def test_extensions_are_backfilled_and_follow_pod_changes() -> None:
     cache = _cache("n1")
     anti = Affinity(pod_anti_affinity=PodAntiAffinity(required=(
         PodAffinityTerm(label_selector=WEB, topology_key="kubernetes.io/hostname"),)))
     cache.add_pod(make_pod("plain", node_name="n1"))
     cache.add_pod(attrs.evolve(make_pod("anti", node_name="n1"), affinity=anti))
-    assert list(cache.pod_index.with_affinity) == ["default/anti"]
 
     class Seen:
         def __init__(self, index: podindex.PodIndex) -> None:
@@ -121,7 +120,7 @@ def test_pods_with_affinity_terms_and_extensions() -> None:
     assert seen.pods == {"default/plain": "n1", "default/anti": "n1"}  # backfilled
     assert cache.pod_index.extension("seen", Seen) is seen
     cache.remove_pod(make_pod("anti", node_name="n1"))
-    assert seen.pods == {"default/plain": "n1"} and not cache.pod_index.with_affinity
+    assert seen.pods == {"default/plain": "n1"}
 
 
 def test_workloads_default_selector_and_budgets() -> None:

@@ -70,6 +70,7 @@ from scorer.framework.types import (
     NodeBatch,
     PreFilterResult,
     QueuedPodInfo,
+    severity_level,
 )
 from scorer.framework.unsupported import UnsupportedConstraints
 from scorer.metrics import SchedulerMetrics
@@ -108,34 +109,11 @@ _SCRATCH_LAYOUTS = itertools.count(1 << 40)  # layout versions no real table rea
 
 
 def scratch_table(table: NodeTable, rows: np.ndarray) -> NodeTable:
-    """A private copy of ``rows`` of ``table`` (nodes, their pods and columns), to add and
-    remove pods on without touching the cache: the nominated-pods pass and preemption's
-    "what if" run the filters on it. Its ``layout_version`` is unique, so caches keyed
-    by (table id, layout version) never mistake it for another table."""
-    n = len(rows)
-    out = NodeTable(capacity=max(n, 1))
-    out.resource_names = list(table.resource_names)
-    out.resource_index = dict(table.resource_index)
-    width = len(out.resource_names)
-    out.allocatable = np.zeros((max(n, 1), width), dtype=np.int64)
-    out.requested = np.zeros((max(n, 1), width), dtype=np.int64)
-    out.non_zero_requested = np.zeros((max(n, 1), 2), dtype=np.int64)
-    out.unschedulable = np.zeros(max(n, 1), dtype=bool)
-    out.taint_set = np.zeros(max(n, 1), dtype=np.int32)
-    out.allocatable[:n] = table.allocatable[rows]
-    out.requested[:n] = table.requested[rows]
-    out.non_zero_requested[:n] = table.non_zero_requested[rows]
-    out.unschedulable[:n] = table.unschedulable[rows]
-    out.taint_set[:n] = table.taint_set[rows]
-    out.taint_sets = list(table.taint_sets)
-    out._taint_set_ids = dict(table._taint_set_ids)
-    picked = rows.tolist()
-    out.names = [table.names[r] for r in picked]
-    out.nodes = [table.nodes[r] for r in picked]
-    out.pods = [dict(table.pods[r]) for r in picked]
-    out.index = {name: i for i, name in enumerate(out.names)}
-    out.layout_version = next(_SCRATCH_LAYOUTS)
-    return out
+    """A private copy of ``rows`` of ``table`` (``NodeTable.copy_rows``) to add and remove pods
+    on without touching the cache: the nominated-pods pass and preemption's "what if" run the
+    filters on it. Its ``layout_version`` is unique, so caches keyed by (table id, layout
+    version) never mistake it for another table."""
+    return table.copy_rows(rows, layout_version=next(_SCRATCH_LAYOUTS))
 
 
 class WaitingPod:
@@ -230,13 +208,7 @@ class FilterRecord:
         return verdict.status_at(i, self.plugin)
 
 
-def _severity_of(code: Code) -> int:
-    verdict = FilterVerdict(1)
-    verdict.reject(np.ones(1, dtype=bool), "", code)
-    return int(verdict.severity[0])
-
-
-_UNRESOLVABLE_LEVEL = _severity_of(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)  # its severity in a FilterVerdict
+_UNRESOLVABLE_LEVEL = severity_level(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)  # its severity in a FilterVerdict
 
 
 class NodeStatuses(Mapping[str, Status]):
@@ -856,11 +828,15 @@ def _to_post_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[st
 _INT64 = np.dtype(np.int64)
 
 
-def _to_scores(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
+def _int64_vector(result: Any) -> np.ndarray:
+    """``result`` as a 1-D int64 array; what vectorized plugins return is taken as is."""
     if type(result) is np.ndarray and result.dtype is _INT64 and result.ndim == 1:
-        scores = result  # what vectorized plugins return: taken as is
-    else:
-        scores = np.asarray(result, dtype=np.int64).reshape(-1)
+        return result
+    return np.asarray(result, dtype=np.int64).reshape(-1)
+
+
+def _to_scores(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
+    scores = _int64_vector(result)
     size = len(args[2])
     if len(scores) != size:
         raise ValueError(f"returned {len(scores)} scores for {size} nodes")
@@ -871,9 +847,7 @@ def _to_normalized(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.
     """NormalizeScore returns the new scores, or None after changing them in place (``args[2]``)."""
     if result is None:
         return args[2], SUCCESS
-    if type(result) is np.ndarray and result.dtype is _INT64 and result.ndim == 1:
-        return result, SUCCESS
-    return np.asarray(result, dtype=np.int64).reshape(-1), SUCCESS
+    return _int64_vector(result), SUCCESS
 
 
 def _to_permit(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[float, Status]:

@@ -133,6 +133,11 @@ _SEVERITY = {
 _SEVERITY_CODE = {v: k for k, v in _SEVERITY.items()}
 
 
+def severity_level(code: Code) -> int:
+    """The level of a rejection ``code`` in ``FilterVerdict.severity`` (1 Unschedulable ... 4 Error)."""
+    return _SEVERITY[code]
+
+
 class FilterVerdict:
     """A vectorized Filter result over a NodeBatch.
 

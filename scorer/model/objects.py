@@ -52,7 +52,6 @@ __all__ = [
     "PodDisruptionBudget",
     "PreferredSchedulingTerm",
     "PREEMPTION_POLICIES",
-    "SELECTOR_OWNER_KINDS",
     "SelectorOwner",
     "Taint",
     "Toleration",
@@ -71,8 +70,6 @@ NODE_INCLUSION_POLICIES: tuple[str, ...] = ("Honor", "Ignore")
 PORT_PROTOCOLS: tuple[str, ...] = ("TCP", "UDP", "SCTP")
 NODE_FIELD_KEYS: tuple[str, ...] = ("metadata.name",)
 PREEMPTION_POLICIES: tuple[str, ...] = ("PreemptLowerPriority", "Never")
-# The kinds whose selectors make up kube's default spreading selector (helper.DefaultSelector).
-SELECTOR_OWNER_KINDS: tuple[str, ...] = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
 # --------------------------------------------------------------------------
@@ -546,7 +543,7 @@ class Namespace:
 class SelectorOwner:
     """A Service, ReplicationController, ReplicaSet or StatefulSet, as default spreading reads it.
 
-    ``kind`` is one of ``SELECTOR_OWNER_KINDS``. ``selector`` selects the pods
+    ``kind`` is ``Service``, ``ReplicationController``, ``ReplicaSet`` or ``StatefulSet``. ``selector`` selects the pods
     it owns, None when it selects nothing: a Service without ``spec.selector``,
     or a controller whose selector is missing or empty (kube: "match nothing,
     not everything"). A Service's (or ReplicationController's) map selector is

@@ -273,5 +273,29 @@ class NodeTable:
             non_zero_memory=int(self.non_zero_requested[row, 1]),
         )
 
+    def copy_rows(self, rows: np.ndarray, *, layout_version: int) -> NodeTable:
+        """A new table holding ``rows`` of this one, in that order: their nodes, pods (the
+        dicts copied) and columns, with the same resource columns and taint sets. Changing it
+        leaves this table alone; ``layout_version`` tells its rows from this table's."""
+        n = len(rows)
+        out = NodeTable(capacity=max(n, 1))
+        out.resource_names = list(self.resource_names)
+        out.resource_index = dict(self.resource_index)
+        size = max(n, 1)
+        for name in ("allocatable", "requested", "non_zero_requested", "unschedulable", "taint_set"):
+            column = getattr(self, name)
+            copied = np.zeros((size, *column.shape[1:]), dtype=column.dtype)
+            copied[:n] = column[rows]
+            setattr(out, name, copied)
+        out.taint_sets = list(self.taint_sets)
+        out._taint_set_ids = dict(self._taint_set_ids)
+        picked = rows.tolist()
+        out.names = [self.names[r] for r in picked]
+        out.nodes = [self.nodes[r] for r in picked]
+        out.pods = [dict(self.pods[r]) for r in picked]
+        out.index = {name: i for i, name in enumerate(out.names)}
+        out.layout_version = layout_version
+        return out
+
     def rows(self) -> np.ndarray:
         return np.arange(len(self.names), dtype=np.int64)

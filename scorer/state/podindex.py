@@ -7,8 +7,6 @@ O(pods); instead the ClusterCache tells this index of every pod it starts or
 stops counting (add, update, remove, assume, forget), and the index keeps:
 
 * ``by_namespace``: the counted pods of each namespace, by key;
-* ``with_affinity``: the pods that carry pod affinity or anti-affinity terms
-  (required or preferred), by key;
 * ``SelectorCounts``: for a (namespace, selector) pair a plugin asked about,
   the number of matching pods per node, kept up to date from then on in
   O(1) per pod event, and readable as an int64 array aligned with the
@@ -128,7 +126,6 @@ class PodIndex:
         self.table = table
         self._pod_node = pod_node  # the cache's pod key -> node name
         self.by_namespace: dict[str, dict[str, Pod]] = {}
-        self.with_affinity: dict[str, Pod] = {}
         self._counts: OrderedDict[tuple[object, ...], SelectorCounts] = OrderedDict()
         self._counts_by_namespace: dict[str, dict[tuple[object, ...], SelectorCounts]] = {}
         self._extensions: dict[str, PodListener] = {}
@@ -139,8 +136,6 @@ class PodIndex:
     # -- fed by the cache ------------------------------------------------------------
     def add(self, pod: Pod, node_name: str) -> None:
         self.by_namespace.setdefault(pod.namespace, {})[pod.key] = pod
-        if has_pod_affinity_terms(pod):
-            self.with_affinity[pod.key] = pod
         for counts in self._counts_by_namespace.get(pod.namespace, {}).values():
             if counts.counts(pod):
                 counts.change(node_name, +1, self.table)
@@ -153,7 +148,6 @@ class PodIndex:
             return
         if not pods:
             del self.by_namespace[pod.namespace]
-        self.with_affinity.pop(pod.key, None)
         for counts in self._counts_by_namespace.get(pod.namespace, {}).values():
             if counts.counts(pod):
                 counts.change(node_name, -1, self.table)
@@ -168,8 +162,6 @@ class PodIndex:
             for key, pod in pods.items():
                 yield pod, pod_node[key]
 
-    def node_of(self, pod: Pod) -> str | None:
-        return self._pod_node.get(pod.key)
 
     def selector_counts(self, namespace: str, selector: LabelSelector, *,
                         include_deleting: bool = True) -> SelectorCounts:
