@@ -218,7 +218,7 @@ class ScheduleAlgorithm:
                 )
 
         # A pod that preemption nominated a node for tries that node first (kube >= 1.22).
-        nominated_node = nominated_node_of(fwk, pod)
+        nominated_node = fwk.handle.nominated_node(pod)
         nominated_row = table.index.get(nominated_node) if nominated_node else None
         if nominated_row is not None and not evaluate_all:
             rows = np.array([nominated_row], dtype=np.int64)
@@ -412,14 +412,6 @@ class SchedulingCycle:
     def report(self, report: CycleReport) -> None:
         if self.on_report is not None:
             self.on_report(report)
-
-
-def nominated_node_of(fwk: Framework, pod: Pod) -> str:
-    """The node ``pod`` is nominated to: the queue's nominator's (current even before the API
-    write of ``nominatedNodeName`` came back), else the pod's own status."""
-    nominator = fwk.handle.nominator
-    node = nominator.node_of(pod) if nominator else None
-    return node or pod.nominated_node_name
 
 
 def _clip(record: FilterRecord, limit: int) -> FilterRecord:

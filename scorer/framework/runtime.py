@@ -191,6 +191,12 @@ class Handle:
     rng: random.Random | None = None
     framework: Framework | None = None
 
+    def nominated_node(self, pod: Pod) -> str:
+        """The node ``pod`` is nominated to: the nominator's (current even before the API write of
+        ``nominatedNodeName`` came back), else the pod's own status; "" when none."""
+        node = self.nominator.node_of(pod) if self.nominator else None
+        return node or pod.nominated_node_name
+
 
 @attrs.frozen(slots=True)
 class FilterRecord:

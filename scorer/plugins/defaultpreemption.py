@@ -133,7 +133,7 @@ class DefaultPreemption:
     # -- the algorithm, without side effects ------------------------------------------------
     def preempt(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[Candidate | None, Status]:
         """The chosen candidate, or None and the Unschedulable status saying why."""
-        nominated = self._nominated_node(pod)
+        nominated = self.handle.nominated_node(pod)
         ok, message = self.eligible(pod, nominated, statuses)
         if not ok:
             return None, Status(Code.UNSCHEDULABLE, (MSG_PREFIX + message,))
@@ -262,11 +262,6 @@ class DefaultPreemption:
         if fwk is None:
             raise RuntimeError("DefaultPreemption needs handle.framework (built by a Framework)")
         return fwk
-
-    def _nominated_node(self, pod: Pod) -> str:
-        nominator = self.handle.nominator
-        node = nominator.node_of(pod) if nominator else None
-        return node or pod.nominated_node_name
 
     def _clear_nomination(self, pod: Pod) -> None:
         if self.handle.nominator:
