@@ -1,0 +1,86 @@
+"""The contract between the bench's stages.
+
+A workload (``workloads``) or a user's cluster file (``snapshot``) becomes a
+``Setup`` at one node count: plain API objects, as the API server returns
+them, so the same setup feeds the in-process runner (which decodes them with
+``scorer.model``) and the end-to-end runner (which creates them through a real
+kube-apiserver). A ``PointSpec`` names one measurement.
+
+The result JSON (``--out DIR/result.json``)::
+
+    {"format": "scorer-bench/v1",
+     "created": "<RFC 3339>", "scorer_version": "...",
+     "machine": {"cpus": 2, "cpu_model": "...", "memory_mb": ..., "platform": "..."},
+     "versions": {"python": "...", "numpy": "...", "kube_scheduler": "v1.20.2" | null, ...},
+     "config": {"workloads_file": "...", "workloads": [<the workloads as loaded>],
+                "nodes": [...], "pods": N, "config_file": "..." | null,
+                "cluster_file": "..." | null, "scale": N | null, "e2e": bool},
+     "points": [<point>, ...],
+     "fits": [{"workload", "mode", "scheduler", "percentage", "metric": "cycle_ms_p50",
+               "slope": s, "r2": r, "nodes": [...]}],
+     "summary": ["<plain-words line>", ...],
+     "compare": null | {...}}
+
+One point (in-process; end-to-end points carry the fields they can measure
+and ``null`` for the rest)::
+
+    {"workload": "plain", "mode": "in-process" | "e2e",
+     "scheduler": "scorer" | "kube-scheduler", "profile": "default" | "metrics" | "<config file>",
+     "nodes": 5000, "percentage": 0 (adaptive) | 1..100, "init_pods": 1000, "pods": 1000,
+     "bound": 1000, "unscheduled": 0,
+     "cycle_ms": {"p50", "p90", "p99", "max", "mean", "blocks_p50": [p50 of each of 5
+                  consecutive blocks of attempts: the run-to-run noise]},
+     "throughput": {"pods_per_second": <bound / seconds from first to last bind>,
+                    "samples": [<binds in each whole second>],
+                    "p50", "p90", "p99"},
+     "extension_points_ms": {"Filter": {"mean", "p50", "p99", "count"}, ...},
+     "plugins_ms": {"Filter/NodeResourcesFit": {"mean", "count"}, ...},
+     "memory": {"peak_rss_mb", "base_rss_mb", "bytes_per_node", "bytes_per_pod"},
+     "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>"}
+
+Times are milliseconds, rounded to 3 decimals; a figure that could not be
+measured is ``null``, never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from scorer.sources import MetricsSnapshot
+
+ADAPTIVE = 0  # percentageOfNodesToScore 0: kube-scheduler's adaptive default
+
+
+@attrs.frozen
+class Setup:
+    """One cluster to schedule on, as API objects (dicts shaped as the API server returns them).
+
+    ``init`` pods are bound (``spec.nodeName`` set) before measuring;
+    ``measured`` pods are pending: what the bench schedules and times.
+    ``workloads`` holds Services, ReplicationControllers, ReplicaSets,
+    StatefulSets and PodDisruptionBudgets. ``metrics`` is the metrics snapshot
+    a metric-driven profile reads (in process only). ``ignored`` counts the
+    objects of a user's file the bench does not use, by kind.
+    """
+
+    nodes: list[dict[str, Any]]
+    init: list[dict[str, Any]]
+    measured: list[dict[str, Any]]
+    namespaces: list[dict[str, Any]] = attrs.Factory(list)
+    workloads: list[dict[str, Any]] = attrs.Factory(list)
+    metrics: MetricsSnapshot | None = None
+    ignored: dict[str, int] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class PointSpec:
+    """One measurement: a workload at a node count, a percentageOfNodesToScore, a mode and a scheduler."""
+
+    workload: str
+    nodes: int
+    pods: int
+    percentage: int = ADAPTIVE
+    mode: str = "in-process"  # or "e2e"
+    scheduler: str = "scorer"  # or "kube-scheduler" (e2e only)
