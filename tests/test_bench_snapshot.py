@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scorer.bench.snapshot import HOSTNAME_LABEL, load_cluster_setup
+from scorer.bench.snapshot import HOSTNAME_LABEL, _yaml_list_items, load_cluster_setup
 from scorer.bench.spec import Setup
 from scorer.errors import InputError, ModelError, ReadError
 from scorer.model import load_objects
@@ -343,3 +343,32 @@ def test_a_generated_export_loads_with_every_pod_sorted(tmp_path):
     assert (len(setup.nodes), len(setup.init), len(setup.measured)) == (60, 240, 60)
     assert Counter(node["metadata"]["labels"][ZONE] for node in setup.nodes) == {
         "zone-0": 20, "zone-1": 20, "zone-2": 20}
+
+
+# -- reading a large YAML list item by item ------------------------------------------------------
+
+
+def test_a_kubectl_yaml_list_is_read_item_by_item_with_the_same_objects():
+    listed = _yaml_list_items(CLUSTER.read_text(), "cluster.yaml")
+    assert listed is not None
+    items, default_kind = listed
+    assert items == cluster_list()["items"] and default_kind is None
+
+
+@pytest.mark.parametrize("layout", [
+    "apiVersion: v1\nkind: List\nitems:\n  - {kind: Node}\n",  # items indented
+    "---\napiVersion: v1\nkind: List\nitems:\n- kind: Node\n",  # a document marker
+    "apiVersion: v1\nkind: List\nitems:\n- a: &x 1\n- b: *x\n",  # an alias across items
+    "apiVersion: v1\nkind: Config\nitems:\n- kind: Node\n",  # not a List
+])
+def test_other_layouts_are_read_whole(layout):
+    assert _yaml_list_items(layout, "in.yaml") is None
+
+
+def test_an_error_inside_an_item_is_reported_at_its_line_in_the_file(tmp_path):
+    text = CLUSTER.read_text().replace("\n    nodeName: node-a\n", "\n    nodeName: node-a\n    nodeName: node-b\n", 1)
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    line = text.splitlines().index("    nodeName: node-b") + 1
+    with pytest.raises(ReadError, match=rf"cluster\.yaml: items\[4\]\.spec\.nodeName: duplicate .* line {line}\)"):
+        load_cluster_setup(path)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -62,9 +63,9 @@ from typing import Any
 import attrs
 
 from scorer.bench.spec import Setup
-from scorer.errors import InputError, ModelError
+from scorer.errors import InputError, ModelError, ReadError
 from scorer.inputs.describe import describe_value, printable
-from scorer.inputs.reader import CLUSTER_LIMITS, Document, GiB, read_documents
+from scorer.inputs.reader import CLUSTER_LIMITS, Document, GiB, parse_documents, read_text
 from scorer.model import API_VERSIONS, READ_KINDS, Pod, object_from_dict
 from scorer.model.load import gc_paused
 
@@ -73,6 +74,13 @@ log = logging.getLogger(__name__)
 # A 15,000-node / 150,000-pod export in kubectl's YAML passes 1 GiB (the cluster file limit of
 # `scorer simulate`); SCORER_MAX_INPUT_BYTES still replaces this one.
 BENCH_CLUSTER_LIMITS = attrs.evolve(CLUSTER_LIMITS, max_bytes=16 * GiB)
+
+# A YAML List as kubectl (and PyYAML) write it: ``items:`` at the start of a line, each item at
+# ``- `` at the start of a line, the list's other keys after them at the start of lines.
+_ITEMS_KEY = re.compile(r"^items:[ \t]*\n", re.MULTILINE)
+_ITEM_START = re.compile(r"^- ", re.MULTILINE)
+_TOP_LEVEL_LINE = re.compile(r"^(?!- )\S", re.MULTILINE)
+_DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:[ \t\r\n]|$)", re.MULTILINE)
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_NAME = 253  # a DNS subdomain: node and pod names
@@ -161,11 +169,8 @@ class _Reader:
         self.bound: list[tuple[dict[str, Any], str]] = []  # (pod, node name): checked once nodes are known
 
     def read(self) -> _Found:
-        documents = read_documents(self.source, limits=BENCH_CLUSTER_LIMITS)
-        documents.reverse()
-        while documents:  # popped, so each document's raw objects are freed once read
-            for obj, origin, default_kind in _items(documents.pop()):
-                self._add(obj, origin, default_kind)
+        for obj, origin, default_kind in _objects(self.source):
+            self._add(obj, origin, default_kind)
         node_names = {node["metadata"]["name"] for node in self.found.nodes}
         for pod, node_name in self.bound:
             if node_name in node_names:
@@ -217,6 +222,63 @@ class _Reader:
             self.found.ignored[OTHER_SCHEDULER] += 1
         else:
             self.found.measured.append(_clean_pod(obj, bound=False))
+
+
+def _objects(source: str) -> Iterator[tuple[Any, str, str | None]]:
+    """(object, origin, kind its list implies) for every object of the file, read
+    item by item when it is one YAML ``List`` laid out as kubectl writes it."""
+    text = read_text(source, limits=BENCH_CLUSTER_LIMITS)
+    listed = _yaml_list_items(text, source)
+    if listed is not None:
+        items, default_kind = listed
+        del text
+        items.reverse()
+        for index in range(len(items)):  # popped, so each raw object is freed once read
+            yield items.pop(), f"document 1 of {source}, items[{index}]", default_kind
+        return
+    documents = parse_documents(text, source, limits=BENCH_CLUSTER_LIMITS)
+    del text
+    documents.reverse()
+    while documents:
+        yield from _items(documents.pop())
+
+
+def _yaml_list_items(text: str, source: str) -> tuple[list[Any], str | None] | None:
+    """The items of a YAML ``kind: List`` read one by one, and the kind they imply; None when the
+    text is not one such document with its items at the start of lines (``items:`` then ``- ``
+    lines), or when any piece does not read alone (the whole text then gives the exact error).
+
+    libyaml builds a node for every value of a document before any object, with its position:
+    5 GB for a 5,000-node / 50,000-pod export read at once, a few hundred KB item by item. Each
+    item is read as ``items:\n- ...`` so it nests as deep as in the file, through the same
+    reader and limits."""
+    start = _ITEMS_KEY.search(text)
+    if start is None or _DOCUMENT_MARKER.search(text):
+        return None
+    body = start.end()
+    end_match = _TOP_LEVEL_LINE.search(text, body)
+    end = len(text) if end_match is None else end_match.start()
+    try:
+        rest = parse_documents(text[: start.start()] + "items: []\n" + text[end:], source,
+                               limits=BENCH_CLUSTER_LIMITS)
+        if len(rest) != 1 or not isinstance(rest[0].data, dict):
+            return None
+        kind = rest[0].data.get("kind")
+        if not (isinstance(kind, str) and kind.endswith("List")):
+            return None
+        starts = [match.start() for match in _ITEM_START.finditer(text, body, end)]
+        if not starts or starts[0] != body:
+            return None
+        items = []
+        for item_start, item_end in zip(starts, [*starts[1:], end], strict=True):
+            piece = parse_documents("items:\n" + text[item_start:item_end], source, limits=BENCH_CLUSTER_LIMITS)
+            data = piece[0].data if len(piece) == 1 else None
+            if not (isinstance(data, dict) and isinstance(data.get("items"), list) and len(data["items"]) == 1):
+                return None
+            items.append(data["items"][0])
+    except ReadError:
+        return None
+    return items, kind[: -len("List")] or None
 
 
 def _items(document: Document) -> Iterator[tuple[Any, str, str | None]]:
