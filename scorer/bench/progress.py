@@ -1,0 +1,86 @@
+"""The bench's progress bar: which point is running, how many are done, and the time so far.
+
+A sweep runs for minutes, one point at a time, so the user needs to see it move::
+
+    progress = Progress(total=len(points))
+    for spec in points:
+        progress.step(f"{spec.workload} {spec.nodes:,} nodes")   # this point starts now
+        run(spec)
+    progress.done()
+
+``step(label)`` announces the point about to run: the count shown is the
+points finished before it. On a terminal the bar is one line redrawn with
+``\\r`` (cut to the terminal's width); on anything else (a CI log, a file)
+each step is a plain line of its own. Writing never raises: a closed or
+broken stream only stops the display, never the sweep.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+BAR_WIDTH = 24
+
+
+class Progress:
+    """A one-line progress display on ``stream`` (standard error by default)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = max(total, 0)
+        self.stream = sys.stderr if stream is None else stream
+        self._now = clock
+        self.started = self._now()
+        self.finished = 0
+        self._steps = 0
+        self._tty = _is_tty(self.stream)
+        self._shown = 0  # characters of the bar on screen (TTY)
+
+    def step(self, label: str) -> None:
+        """The point ``label`` starts: the points before it are finished."""
+        self.finished = min(self._steps, self.total)
+        self._steps += 1
+        self._show(f"{self._bar()} {self._steps}/{self.total} {self._elapsed()} {label}")
+
+    def done(self) -> None:
+        """Every point is finished: the last line says so and the bar's line ends."""
+        self.finished = self.total
+        self._show(f"{self._bar()} {self.total}/{self.total} {self._elapsed()} done")
+        if self._tty:
+            self._write("\n")
+
+    def _bar(self) -> str:
+        filled = BAR_WIDTH * self.finished // self.total if self.total else BAR_WIDTH
+        return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
+
+    def _elapsed(self) -> str:
+        seconds = int(self._now() - self.started)
+        return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+    def _show(self, line: str) -> None:
+        line = line.replace("\r", " ").replace("\n", " ")
+        if not self._tty:
+            self._write(line + "\n")
+            return
+        width = shutil.get_terminal_size().columns - 1
+        line = line[:width]
+        self._write("\r" + line + " " * max(self._shown - len(line), 0))
+        self._shown = len(line)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe: the display stops, the sweep goes on
+            pass
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
