@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -313,16 +314,25 @@ def test_compare_refuses_a_baseline_that_is_not_a_bench_result() -> None:
 # -- the result file --------------------------------------------------------------------------
 
 
+@attrs.frozen
+class Shape:
+    name: str
+    profile: Path
+    percentages: frozenset[int]
+
+
 def test_write_and_read_a_result(tmp_path: Path) -> None:
     result = synthetic_result()
     result["points"][0]["cycle_ms"]["mean"] = math.nan
     result["points"][0]["wall_s"] = np.float64(1.5)
+    result["config"]["workloads"] = [Shape("plain", Path("cfg.yaml"), frozenset({100, 0}))]
     path = report.write_result(result, tmp_path / "new" / "dir")
     assert path == tmp_path / "new" / "dir" / "result.json"
     assert path.read_text().startswith('{\n  "format": "scorer-bench/v1"')
     assert [p.name for p in path.parent.iterdir()] == ["result.json"]
     back = report.read_result(path)
     assert back["points"][0]["cycle_ms"]["mean"] is None and back["points"][0]["wall_s"] == 1.5
+    assert back["config"]["workloads"] == [{"name": "plain", "profile": "cfg.yaml", "percentages": [0, 100]}]
     assert back["points"][1:] == json.loads(json.dumps(result["points"][1:]))
     assert report.render_table(back) == report.render_table(result)
 

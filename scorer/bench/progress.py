@@ -17,6 +17,8 @@ broken stream only stops the display, never the sweep.
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import sys
 import time
@@ -66,10 +68,17 @@ class Progress:
         if not self._tty:
             self._write(line + "\n")
             return
-        width = shutil.get_terminal_size().columns - 1
-        line = line[:width]
+        line = line[: self._columns() - 1]
         self._write("\r" + line + " " * max(self._shown - len(line), 0))
         self._shown = len(line)
+
+    def _columns(self) -> int:
+        """The terminal's width (of this stream's terminal, which may not be standard output's)."""
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            columns = 0
+        return columns if columns > 0 else shutil.get_terminal_size().columns  # 0: a pty with no size set
 
     def _write(self, text: str) -> None:
         try:

@@ -630,7 +630,8 @@ def write_result(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> Pat
     """Write ``result.json`` (indented; NaN and infinities become null) into ``out_dir``, creating it."""
     directory = Path(out_dir)
     path = directory / RESULT_FILE
-    data = orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
+    data = orjson.dumps(result, default=_json_default,
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
     partial = directory / f".{RESULT_FILE}.partial"
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -639,6 +640,17 @@ def write_result(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> Pat
     except OSError as error:
         raise ResultFileError(f"{directory}: cannot write {RESULT_FILE}: {error.strerror or error}") from None
     return path
+
+
+def _json_default(value: Any) -> Any:
+    """What orjson does not write itself: attrs instances (a loaded workload) as dicts, paths as text."""
+    if attrs.has(type(value)):
+        return attrs.asdict(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"cannot write {type(value).__name__} to {RESULT_FILE}")
 
 
 def read_result(path: str | os.PathLike[str]) -> dict[str, Any]:
