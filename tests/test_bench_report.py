@@ -221,6 +221,27 @@ def test_memory_line_within_the_measured_range() -> None:
     assert "about 16,000 nodes (within the measured range, up to 30,000 nodes at " in line
 
 
+def test_memory_line_from_the_largest_point_with_memory_figures_and_when_nothing_fits() -> None:
+    points = [make_point("plain", n) for n in (100, 1000, 5000)]
+    points[-1]["memory"] = None
+    line = next(line for line in report.summary({"points": points}) if "within 1 GB" in line)
+    assert "measured up to 1,000 nodes at 142 MB" in line
+    heavy = make_point("plain", 100, bytes_per_node=5e6)  # 4.77 MB per node: (1,024 - 120) / 4.77 = 189
+    assert "about 190 nodes (extrapolated: measured up to 100 nodes" in report.summary({"points": [heavy]})[1]
+    huge = make_point("plain", 100)
+    huge["memory"]["peak_rss_mb"] = 2000.0
+    assert report.summary({"points": [huge]})[1] == ("Memory (workload plain): 1,998 MB before any node: no cluster "
+                                                     "fits in 1,024 MB.")
+
+
+def test_summary_says_when_a_target_point_failed() -> None:
+    points = [make_point("plain", 5000), make_point("metrics", 5000, profile="metrics", error="plugin failed")]
+    lines = [line for line in report.summary({"points": points}) if "metric" in line]
+    assert lines == ["target: 5,000 nodes, metric-driven profile, cycle p50 <= 0.65 ms: not measured (plugin failed)",
+                     "target: 5,000 nodes, the metric plugins add at most 0.15 ms to the cycle p50: not measured "
+                     "(plugin failed)"]
+
+
 def test_summary_of_a_cluster_run_with_one_size_and_a_config_file() -> None:
     point = make_point("my-cluster", 1200, profile="/home/me/sched.yaml", percentage=50)
     lines = report.summary({"points": [point]})

@@ -284,10 +284,9 @@ def summary(result: dict[str, Any]) -> list[str]:
     fits = _fits(result)
     lines: list[str] = []
     series = _in_process_series(points)
-    for workload, members in _in_process_workloads(points).items():
-        for (name, _, _), series_members in series.items():
-            if name == workload:
-                lines.extend(_series_lines(series_members, fits))
+    for workload, members in _in_process_workloads(points).items():  # a workload's lines together
+        for series_members in (m for (name, _, _), m in series.items() if name == workload):
+            lines.extend(_series_lines(series_members, fits))
         lines.extend(_memory_lines(workload, members))
     for pair in _e2e_pairs(points):
         lines.extend(_e2e_lines(pair))
@@ -347,11 +346,13 @@ def _series_lines(members: list[dict[str, Any]], fits: list[dict[str, Any]]) -> 
 def _memory_lines(workload: str, members: list[dict[str, Any]]) -> list[str]:
     """The largest cluster of this workload's shape within ``MEMORY_BUDGET_MB`` of peak RSS: a line
     through the largest measured point with the measured bytes per node and per existing pod."""
-    point = max(members, key=lambda p: (p["nodes"], _figure(p, "memory", "peak_rss_mb") or 0.0))
-    peak = _figure(point, "memory", "peak_rss_mb")
-    per_node, per_pod = _figure(point, "memory", "bytes_per_node"), _figure(point, "memory", "bytes_per_pod")
-    if peak is None or per_node is None:
+    measured = [p for p in members if _figure(p, "memory", "peak_rss_mb") is not None
+                and _figure(p, "memory", "bytes_per_node") is not None]
+    if not measured:
         return []
+    point = max(measured, key=lambda p: (p["nodes"], _figure(p, "memory", "peak_rss_mb")))
+    peak, per_node = point["memory"]["peak_rss_mb"], point["memory"]["bytes_per_node"]
+    per_pod = _figure(point, "memory", "bytes_per_pod")
     pods_per_node = (_number(point.get("init_pods")) or 0.0) / point["nodes"]
     mb_per_node = (per_node + pods_per_node * (per_pod or 0.0)) / MiB
     if mb_per_node <= 0:
@@ -405,12 +406,12 @@ class _Target:
         return f"{value:.3f} {self.unit}" if self.unit == "ms" else f"{value:,.0f} {self.unit}"
 
 
-def _find(points: list[dict[str, Any]], workload: str, nodes: int, *, profile: str | None = None,
-          mode: str = "in-process", scheduler: str = "scorer") -> dict[str, Any] | None:
-    """The adaptive-percentage point of a workload at a size (failed ones included)."""
+def _find(points: list[dict[str, Any]], workload: str, nodes: int, profile: str | None = None
+          ) -> dict[str, Any] | None:
+    """The in-process, adaptive-percentage point of a workload at a size (a failed one included)."""
     for point in points:
-        if (point["workload"], point["nodes"], point["mode"], point["scheduler"], point["percentage"]) == (
-                workload, nodes, mode, scheduler, 0) and (profile is None or point["profile"] == profile):
+        if (point["workload"], point["nodes"], point["mode"], point["percentage"]) == (
+                workload, nodes, "in-process", 0) and (profile is None or point["profile"] == profile):
             return point
     return None
 
