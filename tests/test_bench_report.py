@@ -24,7 +24,7 @@ SWEEP = (100, 500, 1000, 5000, 15000)
 
 def make_point(workload: str, nodes: int, *, profile: str = "default", percentage: int = 0, mode: str = "in-process",
                scheduler: str = "scorer", p50: float | None = None, pods_per_node: float = 1.0,
-               bytes_per_node: float = 20_000.0, bytes_per_pod: float = 3_000.0, noise: float = 0.02,
+               bytes_per_node: float = 20_000.0, bytes_per_pod: float | None = 3_000.0, noise: float = 0.02,
                error: str | None = None) -> dict[str, Any]:
     """One point shaped as spec.py says: cycle p50 = 0.05 ms * nodes^0.25 unless given, p99 = 1.5 x p50,
     pods/s = 800 / p50, blocks spread by ``noise``, peak RSS = 100 MB + the per-node and per-pod bytes."""
@@ -33,7 +33,7 @@ def make_point(workload: str, nodes: int, *, profile: str = "default", percentag
     blocks = [round(p50 * (1 + noise * f), 3) for f in (-0.5, -0.25, 0.0, 0.25, 0.5)]
     pods_per_second = 800 / p50
     samples = [round(pods_per_second * (1 + noise * f)) for f in (-1, 0, 1, 0.5)]
-    peak = 100 + 20 + (nodes * bytes_per_node + init_pods * bytes_per_pod) / MiB
+    peak = 100 + 20 + (nodes * bytes_per_node + init_pods * (bytes_per_pod or 0.0)) / MiB
     return {
         "workload": workload, "mode": mode, "scheduler": scheduler, "profile": profile, "nodes": nodes,
         "percentage": percentage, "init_pods": init_pods, "pods": 1000, "bound": 1000, "unscheduled": 0,
@@ -169,7 +169,7 @@ def test_summary_gives_the_figures_at_5000_nodes_and_the_growth_when_the_cluster
     assert at.endswith(": 1,903 pods/s sustained, cycle p50 0.42 ms, cycle p99 0.63 ms, 230 MB peak.")
     doubles = next(line for line in lines if line.startswith("When the cluster doubles from 5,000 to 10,000")
                    and "(workload plain, adaptive" in line)
-    assert "grows by 19%" in doubles  # 2^0.25 - 1
+    assert "grows by 19% (workload plain, adaptive; log-log slope 0.25, r² 1.00, over 100-15,000 nodes)." in doubles
     assert any(line.startswith("At 15,000 nodes with the default profile (workload dense") for line in lines)
     assert any("with the metric-driven profile (workload metrics, adaptive)" in line for line in lines)
     assert any(line.startswith("End to end at 500 nodes (workload plain, adaptive): scorer 900 pods/s, "
@@ -222,12 +222,17 @@ def test_memory_line_within_the_measured_range() -> None:
 
 
 def test_memory_line_from_the_largest_point_with_memory_figures_and_when_nothing_fits() -> None:
-    points = [make_point("plain", n) for n in (100, 1000, 5000)]
+    points = [make_point("plain", n) for n in (100, 5000, 15000)]
     points[-1]["memory"] = None
     line = next(line for line in report.summary({"points": points}) if "within 1 GB" in line)
-    assert "measured up to 1,000 nodes at 142 MB" in line
+    assert "about 41,000 nodes (extrapolated: measured up to 5,000 nodes at 230 MB;" in line
     heavy = make_point("plain", 100, bytes_per_node=5e6)  # 4.77 MB per node: (1,024 - 120) / 4.77 = 189
     assert "about 190 nodes (extrapolated: measured up to 100 nodes" in report.summary({"points": [heavy]})[1]
+    small = make_point("plain", 100, bytes_per_node=200.0, bytes_per_pod=None)
+    assert report.summary({"points": [small]})[1] == (
+        "The largest cluster within 1 GB (workload plain, 1 existing pod per node): more than 1,000 nodes (over 10x "
+        "the largest measured, 100 nodes at 120 MB; 200 bytes per node, per pod not measured: too far to "
+        "extrapolate; measure larger clusters).")
     huge = make_point("plain", 100)
     huge["memory"]["peak_rss_mb"] = 2000.0
     assert report.summary({"points": [huge]})[1] == ("Memory (workload plain): 1,998 MB before any node: no cluster "

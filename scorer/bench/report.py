@@ -46,6 +46,9 @@ NOISE_FLOOR = 0.03
 P99_NOISE_FACTOR = 2.0
 MIN_FIT_NODE_COUNTS = 3
 MEMORY_BUDGET_MB = 1024.0
+# The 1 GB line extrapolates at most this many times the largest measured cluster (small clusters'
+# RSS grows by less than the allocator's granularity: their bytes per node say little).
+MAX_EXTRAPOLATION = 10
 
 # The workloads of the shipped workloads file that the issue's targets name.
 PLAIN = "plain"  # plain pods, default profile
@@ -338,8 +341,9 @@ def _series_lines(members: list[dict[str, Any]], fits: list[dict[str, Any]]) -> 
     if fit is not None:
         growth = 2 ** fit["slope"] - 1
         lines.append(f"When the cluster doubles from {point['nodes']:,} to {2 * point['nodes']:,} nodes the cycle "
-                     f"p50 grows by {growth:.0%} (workload {point['workload']}, {_pct(point['percentage'])}; "
-                     f"log-log slope {fit['slope']:.2f} over {fit['nodes'][0]:,}-{fit['nodes'][-1]:,} nodes).")
+                     f"p50 {'grows' if growth >= 0 else 'falls'} by {abs(growth):.0%} (workload {point['workload']}, "
+                     f"{_pct(point['percentage'])}; log-log slope {fit['slope']:.2f}, r² {fit['r2']:.2f}, over "
+                     f"{fit['nodes'][0]:,}-{fit['nodes'][-1]:,} nodes).")
     return lines
 
 
@@ -357,19 +361,21 @@ def _memory_lines(workload: str, members: list[dict[str, Any]]) -> list[str]:
     mb_per_node = (per_node + pods_per_node * (per_pod or 0.0)) / MiB
     if mb_per_node <= 0:
         return []
-    fixed = peak - point["nodes"] * mb_per_node
+    fixed = peak - point["nodes"] * mb_per_node  # imports, the measured pods, the scheduling's own
     largest = _round_significant((MEMORY_BUDGET_MB - fixed) / mb_per_node)
-    shape = (f"{pods_per_node:.3g} existing pod{'' if pods_per_node == 1 else 's'} per node" if pods_per_node
-             else "no existing pods")
     if largest <= 0:
         return [f"Memory (workload {workload}): {fixed:,.0f} MB before any node: no cluster fits in "
                 f"{MEMORY_BUDGET_MB:,.0f} MB."]
-    how = (f"within the measured range, up to {point['nodes']:,} nodes at {peak:,.0f} MB"
-           if largest <= point["nodes"] else
-           f"extrapolated: measured up to {point['nodes']:,} nodes at {peak:,.0f} MB")
-    return [f"The largest cluster within {MEMORY_BUDGET_MB / 1024:.0f} GB (workload {workload}, {shape}): "
-            f"about {largest:,} nodes ({how}; {per_node:,.0f} bytes per node, "
-            f"{_whole(per_pod)} per pod)."]
+    shape = (f"{pods_per_node:.3g} existing pod{'' if pods_per_node == 1 else 's'} per node" if pods_per_node
+             else "no existing pods")
+    heading = f"The largest cluster within {MEMORY_BUDGET_MB / 1024:.0f} GB (workload {workload}, {shape}):"
+    basis = (f"{point['nodes']:,} nodes at {peak:,.0f} MB; {per_node:,.0f} bytes per node, "
+             + ("per pod not measured" if per_pod is None else f"{per_pod:,.0f} per pod"))
+    if largest > MAX_EXTRAPOLATION * point["nodes"]:
+        return [f"{heading} more than {MAX_EXTRAPOLATION * point['nodes']:,} nodes (over {MAX_EXTRAPOLATION}x "
+                f"the largest measured, {basis}: too far to extrapolate; measure larger clusters)."]
+    how = "within the measured range, up to" if largest <= point["nodes"] else "extrapolated: measured up to"
+    return [f"{heading} about {largest:,} nodes ({how} {basis})."]
 
 
 def _round_significant(value: float, digits: int = 2) -> int:
