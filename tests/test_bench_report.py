@@ -155,6 +155,12 @@ def test_table_shows_the_end_to_end_ratios_and_failures() -> None:
     assert len(extension) == 2 + 19  # the kube-scheduler point has none, node-affinity an empty set
 
 
+def test_table_cells_keep_the_table_shape() -> None:
+    text = report.render_table({"points": [make_point("a|b", 100, error="exit 1 | killed\nby the kernel")]})
+    failed = text.split("Failed points\n\n")[1].splitlines()
+    assert failed[2] == "| a\\|b     | in-process | 100   | adaptive | exit 1 \\| killed by the kernel |"
+
+
 def test_table_of_an_empty_result_is_empty() -> None:
     assert report.render_table({"points": []}) == ""
 

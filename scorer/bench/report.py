@@ -132,6 +132,7 @@ def _profile_words(profile: str) -> str:
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right_from: int = 0) -> list[str]:
     """A ``|`` table padded to column widths (markdown, right-aligned from column ``right_from``)."""
+    headers, rows = _cells(headers), [_cells(row) for row in rows]
     widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) if rows else len(headers[i])
               for i in range(len(headers))]
 
@@ -142,6 +143,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right_from: in
 
     rule = ["-" * (w + 1) + ":" if right_from and i >= right_from else "-" * (w + 2) for i, w in enumerate(widths)]
     return [line(headers), "|" + "|".join(rule) + "|", *(line(row) for row in rows)]
+
+
+def _cells(row: Sequence[str]) -> list[str]:
+    """Cells that keep the table's shape: a ``|`` escaped as markdown does, a line break as a space."""
+    return [cell.replace("|", "\\|").replace("\r", " ").replace("\n", " ") for cell in row]
 
 
 # -- fits -------------------------------------------------------------------------------------
@@ -227,9 +233,8 @@ def _extension_point_table(points: list[dict[str, Any]]) -> list[str]:
 
 
 def _fits_table(fits: list[dict[str, Any]]) -> list[str]:
-    rows = [[fit["workload"], fit["mode"] if fit["mode"] == "in-process" else f"{fit['mode']}/{fit['scheduler']}",
-             _pct(fit["percentage"]), fit["metric"], f"{fit['slope']:.3f}", f"{fit['r2']:.3f}",
-             f"{fit['nodes'][0]:,}-{fit['nodes'][-1]:,} ({len(fit['nodes'])})"] for fit in fits]
+    rows = [[fit["workload"], _mode(fit), _pct(fit["percentage"]), fit["metric"], f"{fit['slope']:.3f}",
+             f"{fit['r2']:.3f}", f"{fit['nodes'][0]:,}-{fit['nodes'][-1]:,} ({len(fit['nodes'])})"] for fit in fits]
     return _table(("workload", "mode", "pct", "metric", "slope", "r2", "nodes (counts)"), rows,
                   right_from=4) if rows else []
 
