@@ -126,7 +126,8 @@ def test_table_has_a_row_per_point_and_every_section() -> None:
     text = report.render_table(result)
     titles = [line for line in text.splitlines() if line and not line.startswith("|")]
     assert [t.split(" (")[0].split(",")[0] for t in titles] == [
-        "Points", "Mean ms per extension point", "Cycle cost against node count", "End to end", "Failed points"]
+        "Points", "Mean ms per extension point", "The 4 slowest plugins per point", "Cycle cost against node count",
+        "End to end", "Failed points"]
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
     points_table = tables[0]
     assert len(points_table) == 2 + len(result["points"])
@@ -153,12 +154,25 @@ def test_table_shows_the_end_to_end_ratios_and_failures() -> None:
     extension = text.split("Mean ms per extension point\n\n")[1].split("\n\n")[0].splitlines()
     assert cells(extension[0])[4:] == ["PreFilter", "Filter", "Score"]
     assert len(extension) == 2 + 19  # the kube-scheduler point has none, node-affinity an empty set
+    plugins = text.split("The 4 slowest plugins per point (mean ms per call, from the 10% of cycles sampled)\n\n")[1]
+    assert cells(plugins.splitlines()[2]) == ["plain", "in-process", "100", "adaptive", "Filter/NodeResourcesFit 0.010"]
 
 
 def test_table_cells_keep_the_table_shape() -> None:
     text = report.render_table({"points": [make_point("a|b", 100, error="exit 1 | killed\nby the kernel")]})
     failed = text.split("Failed points\n\n")[1].splitlines()
     assert failed[2] == "| a\\|b     | in-process | 100   | adaptive | exit 1 \\| killed by the kernel |"
+
+
+def test_plugins_table_shows_the_slowest_first() -> None:
+    point = make_point("metrics", 5000, profile="metrics")
+    point["plugins_ms"] = {"Score/LoadAware": {"mean": 0.2, "count": 100}, "Filter/LoadAware": {"mean": 0.05},
+                           "Score/NetworkTraffic": {"mean": 0.3}, "Filter/NodeResourcesFit": {"mean": 0.01},
+                           "PreScore/LoadAware": {"mean": None}, "Score/ImageLocality": {"mean": 0.02}}
+    text = report.render_table({"points": [point]})
+    row = text.split("sampled)\n\n")[1].splitlines()[2]
+    assert cells(row)[4] == ("Score/NetworkTraffic 0.300, Score/LoadAware 0.200, Filter/LoadAware 0.050, "
+                             "Score/ImageLocality 0.020")
 
 
 def test_table_of_an_empty_result_is_empty() -> None:

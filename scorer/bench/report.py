@@ -9,7 +9,7 @@ back from disk renders exactly as the run that wrote it.
   measured at 3 or more node counts, the least-squares slope of log(cycle ms)
   on log(nodes), for p50 and p99: 0 is flat, 1 linear in the node count.
 - ``render_table(result)``: one row per point, the mean ms per extension point,
-  the fits, and scorer / kube-scheduler ratios where both ran end to end; as
+  the slowest plugins, the fits, and scorer / kube-scheduler ratios where both ran end to end; as
   ``|``-separated rows that read in a terminal and paste into markdown.
 - ``summary(result)``: the same in plain words, with the issue's targets
   checked against the points that exist (a line only where there is data).
@@ -45,6 +45,7 @@ NOISE_FLOOR = 0.03
 # p99 has no per-block figures: its noise is taken as this multiple of the p50 blocks' spread.
 P99_NOISE_FACTOR = 2.0
 MIN_FIT_NODE_COUNTS = 3
+TOP_PLUGINS = 4  # plugins shown per point in the table (result.json has them all)
 MEMORY_BUDGET_MB = 1024.0
 # The 1 GB line extrapolates at most this many times the largest measured cluster (small clusters'
 # RSS grows by less than the allocator's granularity: their bytes per node say little).
@@ -196,6 +197,8 @@ def render_table(result: dict[str, Any]) -> str:
     sections = [
         ("Points (cycle ms; pods/s sustained and per-second samples; peak RSS)", _points_table(points)),
         ("Mean ms per extension point", _extension_point_table(points)),
+        (f"The {TOP_PLUGINS} slowest plugins per point (mean ms per call, from the 10% of cycles sampled)",
+         _plugins_table(points)),
         ("Cycle cost against node count (slope of log cycle ms on log nodes: 0 flat, 1 linear)",
          _fits_table(_fits(result))),
         ("End to end, scorer / kube-scheduler on the same control plane", _e2e_table(points)),
@@ -230,6 +233,20 @@ def _extension_point_table(points: list[dict[str, Any]]) -> list[str]:
         rows.append([point["workload"], _mode(point), f"{point['nodes']:,}", _pct(point["percentage"]),
                      *(_ms(_figure(means, name, "mean")) for name in names)])
     return _table(("workload", "mode", "nodes", "pct", *names), rows, right_from=2) if rows else []
+
+
+def _plugins_table(points: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for point in points:
+        means = point.get("plugins_ms")
+        if not isinstance(means, dict):
+            continue
+        timed = sorted(((mean, name) for name in means if (mean := _figure(means, name, "mean")) is not None),
+                       reverse=True)[:TOP_PLUGINS]
+        if timed:
+            rows.append([point["workload"], _mode(point), f"{point['nodes']:,}", _pct(point["percentage"]),
+                         ", ".join(f"{name} {mean:.3f}" for mean, name in timed)])
+    return _table(("workload", "mode", "nodes", "pct", "plugins"), rows) if rows else []
 
 
 def _fits_table(fits: list[dict[str, Any]]) -> list[str]:
