@@ -454,7 +454,7 @@ def test_progress_without_a_terminal_writes_a_line_per_step() -> None:
     assert stream.getvalue().splitlines() == [
         "[........................] 1/3 0:00:00 plain 100 nodes",
         "[########................] 2/3 0:01:05 plain 500 nodes",
-        "[################........] 3/3 1:01:05 metrics 100 nodes",
+        "[################........] 3/3 1:01:05 metrics\\n100 nodes",
         "[########################] 3/3 1:01:05 done",
     ]
 
@@ -472,11 +472,24 @@ def test_progress_on_a_terminal_redraws_one_line() -> None:
     assert stream.getvalue().endswith("\n") and stream.getvalue().split("\r")[-1].rstrip().endswith("2/2 0:00:00 done")
 
 
+def test_progress_notes_go_above_the_bar() -> None:
+    plain, tty = io.StringIO(), TTY()
+    for stream in (plain, tty):
+        progress = Progress(2, stream, clock=Clock())
+        progress.step("plain 100 nodes")
+        progress.note("point plain 100 nodes failed: \x1b[31mkilled")
+    assert plain.getvalue().splitlines()[1] == "point plain 100 nodes failed: \\x1b[31mkilled"
+    bar = "[........................] 1/2 0:00:00 plain 100 nodes"
+    note = "point plain 100 nodes failed: \\x1b[31mkilled".ljust(len(bar))  # covers the bar it replaces
+    assert tty.getvalue() == f"\r{bar}\r{note}\n\r{bar}"
+
+
 def test_progress_never_raises_on_a_closed_stream() -> None:
     stream = io.StringIO()
     stream.close()
     progress = Progress(1, stream)
     progress.step("plain")
+    progress.note("failed")
     progress.done()
     empty = Progress(0, io.StringIO())
     empty.done()

@@ -8,22 +8,25 @@ A sweep runs for minutes, one point at a time, so the user needs to see it move:
         run(spec)
     progress.done()
 
-``step(label)`` announces the point about to run: the count shown is the
-points finished before it. On a terminal the bar is one line redrawn with
-``\\r`` (cut to the terminal's width); on anything else (a CI log, a file)
-each step is a plain line of its own. Writing never raises: a closed or
-broken stream only stops the display, never the sweep.
+``step(label)`` announces the point about to run ("3/20": the third of 20);
+the bar fills with the points finished before it. On a terminal the bar is
+one line redrawn with ``\\r`` (cut to the terminal's width); on anything else
+(a CI log, a file) each step is a plain line of its own. ``note(text)``
+prints a line (a failed point) above the bar. What a terminal would act on is
+escaped (a workload name comes from a user's file). Writing never raises: a
+closed or broken stream only stops the display, never the sweep.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import sys
 import time
 from collections.abc import Callable
 from typing import TextIO
+
+from scorer.inputs.describe import printable
 
 BAR_WIDTH = 24
 
@@ -41,12 +44,23 @@ class Progress:
         self._steps = 0
         self._tty = _is_tty(self.stream)
         self._shown = 0  # characters of the bar on screen (TTY)
+        self._line = ""  # the bar's current text, redrawn after a note
 
     def step(self, label: str) -> None:
         """The point ``label`` starts: the points before it are finished."""
         self.finished = min(self._steps, self.total)
         self._steps += 1
         self._show(f"{self._bar()} {self._steps}/{self.total} {self._elapsed()} {label}")
+
+    def note(self, text: str) -> None:
+        """A line of its own (a failed point, a warning) that the bar does not overwrite."""
+        if not self._tty:
+            self._write(printable(text) + "\n")
+            return
+        self._write("\r" + printable(text).ljust(self._shown) + "\n")
+        self._shown = 0
+        if self._line:
+            self._show(self._line)
 
     def done(self) -> None:
         """Every point is finished: the last line says so and the bar's line ends."""
@@ -64,7 +78,8 @@ class Progress:
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
     def _show(self, line: str) -> None:
-        line = line.replace("\r", " ").replace("\n", " ")
+        line = printable(line)
+        self._line = line
         if not self._tty:
             self._write(line + "\n")
             return
@@ -76,7 +91,7 @@ class Progress:
         """The terminal's width (of this stream's terminal, which may not be standard output's)."""
         try:
             columns = os.get_terminal_size(self.stream.fileno()).columns
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both of the first two
             columns = 0
         return columns if columns > 0 else shutil.get_terminal_size().columns  # 0: a pty with no size set
 
