@@ -10,6 +10,7 @@ import pytest
 from test_bench_report import make_point, synthetic_result
 
 from scorer.bench.plots import PlotsUnavailable, write_plots
+from scorer.bench.report import ResultFileError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -40,6 +41,13 @@ def test_skips_a_plot_with_nothing_to_draw(tmp_path: Path) -> None:
     result = {"points": points}  # no machine, no version: the titles say so
     assert [path.name for path in write_plots(result, tmp_path)] == ["latency.png"]
     assert write_plots({"points": [make_point("plain", 100, error="killed")]}, tmp_path / "none") == []
+
+
+def test_a_directory_it_cannot_write_to(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plots need matplotlib (pip install 'scorer[bench]')")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ResultFileError, match=r"/file/out: cannot write latency.png: "):
+        write_plots(synthetic_result(), tmp_path / "file" / "out")
 
 
 def test_without_matplotlib_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

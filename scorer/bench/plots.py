@@ -21,12 +21,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from scorer.bench.report import ResultFileError
 from scorer.errors import ScorerError
 
 FIGURE_SIZE = (9.0, 5.0)
 DPI = 110
+KUBE_GREYS = ("0.15", "0.45", "0.65")  # kube-scheduler's lines, apart from every scorer hue
 # Markers per mode/scheduler, so end-to-end lines read apart from in-process ones in black and white too.
-KUBE_GREYS = ("0.15", "0.45", "0.65")
 MARKERS = {("in-process", "scorer"): "o", ("e2e", "scorer"): "s", ("e2e", "kube-scheduler"): "^"}
 
 
@@ -40,7 +41,8 @@ Colours = dict[SeriesKey, Any]
 
 
 def write_plots(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write the plots that have data into ``out_dir`` (created); return their paths."""
+    """Write the plots that have data into ``out_dir`` (created); return their paths.
+    ``ResultFileError`` when a file cannot be written there."""
     try:
         from matplotlib import colormaps
         from matplotlib.figure import Figure
@@ -48,7 +50,6 @@ def write_plots(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> list
     except ImportError as error:
         raise PlotsUnavailable(f"the plots need matplotlib ({error}): pip install 'scorer[bench]'") from None
     directory = Path(out_dir)
-    directory.mkdir(parents=True, exist_ok=True)
     series = _series(result.get("points", []))
     colours = _colours(series, colormaps["tab20"])
     node_counts = sorted({point["nodes"] for members in series.values() for point in members})
@@ -70,10 +71,17 @@ def write_plots(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> list
         axes.grid(True, which="both", alpha=0.3)
         axes.set_title(f"{heading}: {_title(result)}", fontsize="medium")
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-        path = directory / name
-        figure.savefig(path, bbox_inches="tight")
-        written.append(path)
+        written.append(_save(figure, directory / name))
     return written
+
+
+def _save(figure: Any, path: Path) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, bbox_inches="tight")
+    except OSError as error:
+        raise ResultFileError(f"{path.parent}: cannot write {path.name}: {error.strerror or error}") from None
+    return path
 
 
 def _series(points: list[dict[str, Any]]) -> Series:

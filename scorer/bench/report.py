@@ -62,8 +62,8 @@ EXTENSION_POINTS = ("PreEnqueue", "QueueSort", "PreFilter", "Filter", "PostFilte
 
 
 class ResultFileError(InputError):
-    """A result file (``--compare BASELINE.json``, or ``--out``'s ``result.json``) that cannot be
-    read or written, or that is not a ``scorer-bench/v1`` result; names the file and the field."""
+    """A result file (``--compare BASELINE.json``, or ``--out``'s ``result.json`` and plots) that cannot
+    be read or written, or that is not a ``scorer-bench/v1`` result; names the file and the field."""
 
 
 # -- reading figures --------------------------------------------------------------------------
