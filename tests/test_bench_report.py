@@ -225,12 +225,19 @@ def test_summary_says_by_how_much_a_target_is_missed() -> None:
     assert "target: 50,000 nodes, plain pods: runs: missed (killed)" in lines
 
 
-def test_memory_line_extrapolates_past_the_measured_sizes() -> None:
-    lines = report.summary({"points": [make_point("plain", n) for n in (100, 1000, 5000)]})
-    line = next(line for line in lines if line.startswith("The largest cluster within 1 GB (workload plain"))
-    # peak = 120 MB + n * (20,000 + 1 * 3,000) bytes: (1024 - 120) MB / 23,000 B = 41,213 nodes
-    assert "about 41,000 nodes (extrapolated: measured up to 5,000 nodes at " in line
-    assert "1 existing pod per node" in line and "20,000 bytes per node, 3,000 per pod" in line
+def with_peak(point: dict[str, Any], peak: float) -> dict[str, Any]:
+    point["memory"]["peak_rss_mb"] = peak
+    return point
+
+
+def test_memory_line_extrapolates_the_peak_growth_between_the_two_largest_sizes() -> None:
+    points = [with_peak(make_point("plain", 100), 120.0), with_peak(make_point("plain", 1000), 150.0),
+              with_peak(make_point("plain", 5000), 250.0)]
+    line = next(line for line in report.summary({"points": points}) if "within 1 GB" in line)
+    # 100 MB more from 1,000 to 5,000 nodes: 0.025 MB per node; 125 MB fixed; (1,024 - 125) / 0.025 = 35,960
+    assert line == ("The largest cluster within 1 GB (workload plain, 1 existing pod per node): about 36,000 nodes "
+                    "(extrapolated: measured up to 5,000 nodes at 250 MB peak; 26,214 bytes per node with its pods, "
+                    "from the peak's growth over 1,000-5,000 nodes).")
 
 
 def test_memory_line_within_the_measured_range() -> None:
@@ -241,22 +248,29 @@ def test_memory_line_within_the_measured_range() -> None:
     assert "about 16,000 nodes (within the measured range, up to 30,000 nodes at " in line
 
 
-def test_memory_line_from_the_largest_point_with_memory_figures_and_when_nothing_fits() -> None:
+def test_memory_line_from_one_size_uses_the_bytes_per_node_and_pod() -> None:
     points = [make_point("plain", n) for n in (100, 5000, 15000)]
-    points[-1]["memory"] = None
+    points[-1]["memory"] = None  # the largest size without figures: the two below it
     line = next(line for line in report.summary({"points": points}) if "within 1 GB" in line)
-    assert "about 41,000 nodes (extrapolated: measured up to 5,000 nodes at 230 MB;" in line
+    assert "about 41,000 nodes (extrapolated: measured up to 5,000 nodes at 230 MB peak; " in line
+    falling = [with_peak(make_point("plain", 1000), 300.0), with_peak(make_point("plain", 5000), 250.0)]
+    line = next(line for line in report.summary({"points": falling}) if "within 1 GB" in line)
+    # the peak fell (noise): 23,000 bytes per node and pod from the 5,000-node point; 140 MB fixed
+    assert line.endswith("about 40,000 nodes (extrapolated: measured up to 5,000 nodes at 250 MB peak; 20,000 bytes "
+                         "per node, 3,000 per pod, as they were added).")
     heavy = make_point("plain", 100, bytes_per_node=5e6)  # 4.77 MB per node: (1,024 - 120) / 4.77 = 189
     assert "about 190 nodes (extrapolated: measured up to 100 nodes" in report.summary({"points": [heavy]})[1]
     small = make_point("plain", 100, bytes_per_node=200.0, bytes_per_pod=None)
     assert report.summary({"points": [small]})[1] == (
         "The largest cluster within 1 GB (workload plain, 1 existing pod per node): more than 1,000 nodes (over 10x "
-        "the largest measured, 100 nodes at 120 MB; 200 bytes per node, per pod not measured: too far to "
-        "extrapolate; measure larger clusters).")
-    huge = make_point("plain", 100)
-    huge["memory"]["peak_rss_mb"] = 2000.0
+        "the largest measured, 100 nodes at 120 MB peak; 200 bytes per node, per pod not measured, as they were "
+        "added: too far to extrapolate; measure larger clusters).")
+    huge = with_peak(make_point("plain", 100), 2000.0)
     assert report.summary({"points": [huge]})[1] == ("Memory (workload plain): 1,998 MB before any node: no cluster "
                                                      "fits in 1,024 MB.")
+    bare = make_point("plain", 100)
+    bare["memory"]["bytes_per_node"] = None
+    assert not any("1 GB" in line for line in report.summary({"points": [bare]}))
 
 
 def test_summary_says_when_a_target_point_failed() -> None:

@@ -371,33 +371,53 @@ def _series_lines(members: list[dict[str, Any]], fits: list[dict[str, Any]]) -> 
 
 def _memory_lines(workload: str, members: list[dict[str, Any]]) -> list[str]:
     """The largest cluster of this workload's shape within ``MEMORY_BUDGET_MB`` of peak RSS: a line
-    through the largest measured point with the measured bytes per node and per existing pod."""
-    measured = [p for p in members if _figure(p, "memory", "peak_rss_mb") is not None
-                and _figure(p, "memory", "bytes_per_node") is not None]
-    if not measured:
+    through the largest measured point, with the growth of peak RSS per node (see ``_growth``)."""
+    peaks: dict[int, float] = {}  # the highest peak at each node count (percentages may differ)
+    for point in members:
+        if (peak := _figure(point, "memory", "peak_rss_mb")) is not None:
+            peaks[point["nodes"]] = max(peak, peaks.get(point["nodes"], 0.0))
+    if not peaks:
         return []
-    point = max(measured, key=lambda p: (p["nodes"], _figure(p, "memory", "peak_rss_mb")))
-    peak, per_node = point["memory"]["peak_rss_mb"], point["memory"]["bytes_per_node"]
-    per_pod = _figure(point, "memory", "bytes_per_pod")
-    pods_per_node = (_number(point.get("init_pods")) or 0.0) / point["nodes"]
-    mb_per_node = (per_node + pods_per_node * (per_pod or 0.0)) / MiB
-    if mb_per_node <= 0:
+    nodes = max(peaks)
+    point = next(p for p in members if p["nodes"] == nodes)
+    growth = _growth(peaks, point)
+    if growth is None:
         return []
-    fixed = peak - point["nodes"] * mb_per_node  # imports, the measured pods, the scheduling's own
+    mb_per_node, basis = growth
+    fixed = peaks[nodes] - nodes * mb_per_node  # imports, the measured pods, the scheduling's own
     largest = _round_significant((MEMORY_BUDGET_MB - fixed) / mb_per_node)
     if largest <= 0:
         return [f"Memory (workload {workload}): {fixed:,.0f} MB before any node: no cluster fits in "
                 f"{MEMORY_BUDGET_MB:,.0f} MB."]
+    pods_per_node = (_number(point.get("init_pods")) or 0.0) / nodes
     shape = (f"{pods_per_node:.3g} existing pod{'' if pods_per_node == 1 else 's'} per node" if pods_per_node
              else "no existing pods")
     heading = f"The largest cluster within {MEMORY_BUDGET_MB / 1024:.0f} GB (workload {workload}, {shape}):"
-    basis = (f"{point['nodes']:,} nodes at {peak:,.0f} MB; {per_node:,.0f} bytes per node, "
-             + ("per pod not measured" if per_pod is None else f"{per_pod:,.0f} per pod"))
-    if largest > MAX_EXTRAPOLATION * point["nodes"]:
-        return [f"{heading} more than {MAX_EXTRAPOLATION * point['nodes']:,} nodes (over {MAX_EXTRAPOLATION}x "
-                f"the largest measured, {basis}: too far to extrapolate; measure larger clusters)."]
-    how = "within the measured range, up to" if largest <= point["nodes"] else "extrapolated: measured up to"
-    return [f"{heading} about {largest:,} nodes ({how} {basis})."]
+    measured = f"{nodes:,} nodes at {peaks[nodes]:,.0f} MB peak; {basis}"
+    if largest > MAX_EXTRAPOLATION * nodes:
+        return [f"{heading} more than {MAX_EXTRAPOLATION * nodes:,} nodes (over {MAX_EXTRAPOLATION}x the largest "
+                f"measured, {measured}: too far to extrapolate; measure larger clusters)."]
+    how = "within the measured range, up to" if largest <= nodes else "extrapolated: measured up to"
+    return [f"{heading} about {largest:,} nodes ({how} {measured})."]
+
+
+def _growth(peaks: dict[int, float], point: dict[str, Any]) -> tuple[float, str] | None:
+    """MB of peak RSS per node (with its pods) and how it was found: between the two largest node
+    counts measured (everything that grows with the cluster: the cache, the objects as decoded, the
+    cycle's tables), else from the largest point's RSS growth as its nodes and pods were added (a
+    lower bound: the scheduling's own growth is not in it)."""
+    sizes = sorted(peaks)
+    if len(sizes) >= 2 and (rise := peaks[sizes[-1]] - peaks[sizes[-2]]) > 0:
+        mb_per_node = rise / (sizes[-1] - sizes[-2])
+        return mb_per_node, (f"{mb_per_node * MiB:,.0f} bytes per node with its pods, from the peak's growth over "
+                             f"{sizes[-2]:,}-{sizes[-1]:,} nodes")
+    per_node, per_pod = _figure(point, "memory", "bytes_per_node"), _figure(point, "memory", "bytes_per_pod")
+    if per_node is None:
+        return None
+    pods_per_node = (_number(point.get("init_pods")) or 0.0) / point["nodes"]
+    mb = (per_node + pods_per_node * (per_pod or 0.0)) / MiB
+    per_pod_text = "per pod not measured" if per_pod is None else f"{per_pod:,.0f} per pod"
+    return (mb, f"{per_node:,.0f} bytes per node, {per_pod_text}, as they were added") if mb > 0 else None
 
 
 def _round_significant(value: float, digits: int = 2) -> int:
