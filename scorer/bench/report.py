@@ -528,7 +528,7 @@ _KEY_FIELDS = ("workload", "mode", "scheduler", "nodes", "percentage", "profile"
 
 @attrs.frozen(slots=True)
 class _Measure:
-    """A compared figure: where it is, whether lower is better, and the words for each direction."""
+    """A compared figure: where it is in a point, and the words for a rise and for a fall."""
 
     name: str
     section: str
