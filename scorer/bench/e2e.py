@@ -206,6 +206,8 @@ KUBE_120_POINTS: dict[str, frozenset[str]] = {name: frozenset(points.split()) fo
     "InterPodAffinity": "preFilter filter preScore score", "NodeLabel": "filter score",
     "ServiceAffinity": "preFilter filter score", "SelectorSpread": "preScore score",
 }.items()}
+# Work kube 1.20 does in Filter or Score that later versions moved to PreFilter or PreScore: left out quietly.
+SPLIT_POINTS = {"preFilter": "filter", "preScore": "score"}
 V1BETA1_POINTS = ("queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "permit",
                   "preBind", "bind", "postBind")
 FIT_STRATEGY_PLUGINS = {"LeastAllocated": "NodeResourcesLeastAllocated",
@@ -239,12 +241,13 @@ def v1beta1_profile(profile: ResolvedProfile) -> tuple[dict[str, Any], list[str]
     for point in V1BETA1_POINTS:
         enabled = []
         for name in profile.points.get(point, ()):
-            if point == "score" and name == "NodeResourcesFit":
+            if point in ("preScore", "score") and name == "NodeResourcesFit":  # its score is a plugin in 1.20
                 name = FIT_STRATEGY_PLUGINS[(fit.get("scoringStrategy") or {}).get("type", "LeastAllocated")]
             if name not in KUBE_120_POINTS:
                 raise E2EError(f"plugin {name} does not exist in kube-scheduler {KUBE_VERSION}")
             if point not in KUBE_120_POINTS[name]:
-                notes.append(f"{name} has no {point} in {KUBE_VERSION}: left out there")
+                if point not in SPLIT_POINTS or SPLIT_POINTS[point] not in KUBE_120_POINTS[name]:
+                    notes.append(f"{name} does not run at {point} in {KUBE_VERSION}: left out there")
                 continue
             entry: dict[str, Any] = {"name": name}
             if point == "score":
@@ -254,8 +257,8 @@ def v1beta1_profile(profile: ResolvedProfile) -> tuple[dict[str, Any], list[str]
     for name in profile.points.get("preEnqueue", ()):
         if name != "SchedulingGates":
             raise E2EError(f"plugin {name} (preEnqueue) does not exist in kube-scheduler {KUBE_VERSION}")
-        notes.append("SchedulingGates left out (no preEnqueue in 1.20; the bench's pods have no gates)")
-    plugin_config = [{"name": name, "args": args} for name, args in v1beta1_args(profile, fit)]
+        # SchedulingGates is left out: kube-apiserver 1.20 drops spec.schedulingGates, so no pod has any
+    plugin_config = [{"name": name, "args": args} for name, args in v1beta1_args(profile, fit) if args]
     return {"schedulerName": profile.scheduler_name, "plugins": plugins, "pluginConfig": plugin_config}, notes
 
 
