@@ -83,6 +83,7 @@ from scorer.config.load import load_and_resolve
 from scorer.config.source import read_file
 from scorer.config.types import KIND, V1, V1BETA1, ResolvedProfile
 from scorer.errors import ScorerError
+from scorer.framework.catalog import PluginInfo
 
 DEFAULT_SCHEDULER = "default-scheduler"
 ALGORITHM = "scheduler_scheduling_algorithm_duration_seconds"
@@ -216,15 +217,20 @@ FIT_STRATEGY_PLUGINS = {"LeastAllocated": "NodeResourcesLeastAllocated",
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 
 
+def catalog() -> Mapping[str, PluginInfo]:
+    """The installed plugins (built in and pip-installed), as ``scorer run`` sees them."""
+    from scorer.registry import build_registry  # only needed for a user's file: not imported otherwise
+
+    return build_registry().catalog()
+
+
 def v1beta1_profiles(config_path: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The profiles of a v1beta2/v1beta3/v1 file, as scorer resolves them, written out for kube 1.20.
 
     Every extension point is listed in full (``disabled: [*]``), so kube 1.20's defaults do not add
     plugins back; what cannot be said in v1beta1 raises E2EError naming it.
     """
-    from scorer.registry import build_registry  # the plugin catalog: only needed for a user's file
-
-    _, resolved = load_and_resolve(config_path, build_registry().catalog())
+    _, resolved = load_and_resolve(config_path, catalog())
     profiles: list[dict[str, Any]] = []
     warnings: list[str] = []
     for profile in resolved:
@@ -819,25 +825,31 @@ class Run:
     workdir: Path = attrs.field(factory=lambda: Path(tempfile.mkdtemp(prefix="scorer-e2e-", dir=tmpfs_dir())))
     plane: ControlPlane | None = None
     scheduler: subprocess.Popen[bytes] | None = None
+    port: int = 0  # the scheduler's /metrics
 
     @property
     def log(self) -> Path:
         return self.workdir / f"{self.spec.scheduler}.log"
 
     def write_config(self, port: int) -> list[str]:
-        """Writes the scheduler's configuration (JSON: both read it as YAML) and returns its command line."""
+        """Writes the scheduler's configuration (JSON: both read it as YAML) and returns its command line;
+        scorer's is loaded here once, so a configuration it refuses is an error before anything starts."""
         assert self.plane is not None
+        self.port = port
         kubeconfig = self.plane.kubeconfig
+        path = self.workdir / "scheduler-config.json"
         if self.spec.scheduler == "kube-scheduler":
             config, notes = kube_scheduler_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps,
                                                   self.burst, port)
             self.point["warnings"].extend(notes)
+            path.write_text(json.dumps(config, indent=2))
         elif self.spec.scheduler == "scorer":
             config = scorer_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps, self.burst)
+            path.write_text(json.dumps(config, indent=2))
+            if self.config_path is not None:
+                load_and_resolve(path, catalog())
         else:
             raise E2EError(f"unknown scheduler {self.spec.scheduler!r}: expected scorer or kube-scheduler")
-        path = self.workdir / "scheduler-config.json"
-        path.write_text(json.dumps(config, indent=2))
         return scheduler_command(self.spec, path, kubeconfig, port, kube_binaries().scheduler)
 
     def start_scheduler(self, command: list[str]) -> subprocess.Popen[bytes]:
@@ -864,8 +876,9 @@ def run_e2e_point(setup: Setup, spec: PointSpec, *, config_path: str | None, qps
     run = Run(setup, spec, config_path, qps, burst, started + timeout, point)
     try:
         run.plane = ControlPlane(run.workdir / "plane", extra_args=(f"--service-cluster-ip-range={SERVICE_RANGE}",))
+        command = run.write_config(free_port())  # a configuration that cannot be made fails before anything starts
         run.plane.start()
-        asyncio.run(measure(run))
+        asyncio.run(measure(run, command))
     except ScorerError as error:
         point["error"] = str(error).splitlines()[0]
     except Exception as error:  # a point that breaks is reported; the sweep's other points still run
@@ -878,13 +891,11 @@ def run_e2e_point(setup: Setup, spec: PointSpec, *, config_path: str | None, qps
     return point
 
 
-async def measure(run: Run) -> None:
+async def measure(run: Run, command: list[str]) -> None:
     """Loads the cluster, starts the scheduler and fills the point with what the watch, /metrics and /proc say."""
     assert run.plane is not None
-    point, deadline = run.point, run.deadline
+    point, deadline, port = run.point, run.deadline, run.port
     objects = setup_objects(run.setup)
-    port = free_port()
-    command = run.write_config(port)  # before loading: a configuration that cannot be made fails fast
     api = Api(run.plane.url)
     try:
         point["load_s"] = await load(api, objects, deadline)
