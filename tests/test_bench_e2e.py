@@ -222,8 +222,8 @@ def test_e2e_available_names_what_is_missing(tmp_path: Path, monkeypatch: pytest
     assert "build-kube.sh" in reason and "\n" not in reason
     for name in ("kube-apiserver", "etcd", "openssl"):
         executable(empty / name)
-    assert e2e.e2e_available() == ("kube-scheduler not found: run 'bash scripts/build-kube.sh --with-scheduler' "
-                                   "as root (or set SCORER_KUBE_BIN)")
+    assert e2e.e2e_available() == ("kube-scheduler not found: run 'bash scripts/build-kube.sh' as root "
+                                   "(or set SCORER_KUBE_BIN to a directory with it)")
     executable(empty / "kube-scheduler")
     assert e2e.e2e_available() is None
 

@@ -97,7 +97,7 @@ STALL_SECONDS = 30.0  # no bind for this long after the scheduler started: the r
 WATCH_READY_SECONDS = 30.0
 SCRAPE_SECONDS = 5.0  # to wait for the attempt histogram to count every bound pod
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
-BUILD_HINT = "run 'bash scripts/build-kube.sh --with-scheduler' as root (or set SCORER_KUBE_BIN)"
+BUILD_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with it)"
 
 
 class E2EError(ScorerError):
