@@ -80,8 +80,8 @@ def test_extension_points_and_plugins_are_grouped_by_their_labels() -> None:
                   f"{metric}_sum{{{labels}}} {total}", f"{metric}_count{{{labels}}} {counts[1]}"]
     plugin = "scheduler_plugin_execution_duration_seconds"
     labels = 'extension_point="Score",plugin="ImageLocality",status="Success"'
-    lines += [f"# TYPE {plugin} histogram", f'{plugin}_bucket{{{labels},le="+Inf"}} 4', f"{plugin}_sum{{{labels}}} 0.002",
-              f"{plugin}_count{{{labels}}} 4"]
+    lines += [f"# TYPE {plugin} histogram", f'{plugin}_bucket{{{labels},le="+Inf"}} 4',
+              f"{plugin}_sum{{{labels}}} 0.002", f"{plugin}_count{{{labels}}} 4"]
     text = "\n".join(lines) + "\n"
     points = e2e.extension_points_ms(text)
     assert points["Filter"] == {"mean": 0.6, "p50": 0.625, "p99": 1.0, "count": 5}  # both statuses
