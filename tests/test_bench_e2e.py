@@ -284,3 +284,31 @@ def test_a_point_that_cannot_be_measured_carries_the_reason(tmp_path: Path) -> N
     point = e2e.run_e2e_point(plain_setup(2, 1), spec, config_path=str(config), timeout=60)
     assert point["error"].startswith(f"{config} has no profile for schedulerName default-scheduler")
     assert (point["bound"], point["unscheduled"], point["profile"]) == (0, 1, str(config))
+
+
+def big_pod(name: str, cpu: str, namespace: str = "bench", **spec: Any) -> dict[str, Any]:
+    body = pod(name, namespace, **spec)
+    body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return body
+
+
+@pytest.mark.kube
+@pytest.mark.slow
+def test_preemption_victims_are_removed_and_a_pod_that_fits_nowhere_is_unscheduled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    kube_binaries()
+    monkeypatch.setattr(e2e, "STALL_SECONDS", 5.0)
+    # two full nodes (two 16-CPU pods of priority 0 each); two 16-CPU pods of priority 1000 preempt one
+    # victim each; a 64-CPU pod fits nowhere, whatever is preempted
+    nodes = [node(0), node(1)]
+    init = [big_pod(f"low-{n}-{i}", "16", "init", node_name=f"node-00{n}", priority=0)
+            for n in range(2) for i in range(2)]
+    measured = [big_pod(f"high-{i}", "16", priority=1000) for i in range(2)] + [big_pod("huge", "64")]
+    spec = PointSpec("preemption", 2, 3, mode="e2e", scheduler="scorer")
+    point = e2e.run_e2e_point(Setup(nodes=nodes, init=init, measured=measured), spec, config_path=None,
+                              timeout=120)
+    assert point["error"] is None, point
+    assert (point["bound"], point["unscheduled"]) == (2, 1)
+    assert point["check"]["outcome"] == "stalled" and point["check"]["victims_removed"] == 2
+    assert point["check"]["nodes_used"] == 2
+    assert "no pod bound for 5 s: 1 left unscheduled" in point["warnings"]

@@ -24,7 +24,8 @@ watch are part of what is timed. For each point:
    scheduler deletes (a victim, graceful deletion) is removed at once
    (``gracePeriodSeconds: 0``), as a kubelet would once its containers stop;
 6. the run ends when every measured pod is bound, when no pod was bound for
-   ``STALL_SECONDS`` (the rest are reported unscheduled), or at the deadline;
+   ``STALL_SECONDS`` (``FIRST_BIND_SECONDS`` before the first: start-up and the initial LISTs of a
+   large cluster), the rest reported unscheduled, or at the deadline;
    the scheduler's ``/metrics`` is scraped, then every process is stopped.
 
 The point (``scorer.bench.spec``'s shape, ``mode: "e2e"``) carries:
@@ -93,7 +94,8 @@ ATTEMPT = ("scheduler_scheduling_attempt_duration_seconds", "scheduler_e2e_sched
 EXTENSION_POINT = "scheduler_framework_extension_point_duration_seconds"
 PLUGIN = "scheduler_plugin_execution_duration_seconds"
 CONNECTIONS = 64  # concurrent keep-alive connections creating the objects
-STALL_SECONDS = 30.0  # no bind for this long after the scheduler started: the rest are unscheduled
+STALL_SECONDS = 30.0  # no bind for this long: the rest are unscheduled
+FIRST_BIND_SECONDS = 300.0  # the same before the first bind (start-up and the initial LISTs of a large cluster)
 WATCH_READY_SECONDS = 30.0
 SCRAPE_SECONDS = 5.0  # to wait for the attempt histogram to count every bound pod
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
@@ -970,7 +972,7 @@ async def wait_bound(watch: BindWatch, watch_task: asyncio.Task[None], proc: sub
         now = time.monotonic()
         if now >= deadline:
             return "deadline"
-        if now - watch.last_bind >= STALL_SECONDS:
+        if now - watch.last_bind >= (STALL_SECONDS if watch.bound else FIRST_BIND_SECONDS):
             return "stalled"
         try:  # the binds are stamped by the watch: how often this loop looks changes no figure
             await asyncio.wait_for(watch.complete.wait(), timeout=min(0.5, deadline - now))
@@ -987,7 +989,8 @@ def record_binds(point: dict[str, Any], watch: BindWatch, t0: float, outcome: st
                            "victims_removed": watch.victims,
                            "nodes_used": len({node for _, node in watch.bound.values()})})
     if outcome == "stalled":
-        point["warnings"].append(f"no pod bound for {STALL_SECONDS:.0f} s: {point['unscheduled']} left unscheduled")
+        point["warnings"].append(f"no pod bound for {STALL_SECONDS if times else FIRST_BIND_SECONDS:.0f} s: "
+                                 f"{point['unscheduled']} left unscheduled")
     elif outcome == "deadline":
         point["error"] = f"deadline reached with {len(times)} of {point['pods']} pods bound"
 
