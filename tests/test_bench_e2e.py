@@ -114,12 +114,15 @@ def test_a_setup_becomes_requests_the_120_api_server_accepts() -> None:
                         "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]},
                "status": {"loadBalancer": {}}}
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"},
-           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+           "status": {"disruptionsAllowed": 2}}
+    headless = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "shop"},
+                "spec": {"clusterIP": "None", "clusterIPs": ["None"], "selector": {"app": "db"}}}
     setup = Setup(nodes=[node(0)], init=[pod("low", "shop", node_name="node-000", priority=-5)],
                   measured=[pod("high", node_name="leftover", priority=1000, preemptionPolicy="Never"),
                             pod("critical", priorityClassName="system-node-critical", priority=2000001000),
                             pod("plain")],
-                  workloads=[service, pdb])
+                  workloads=[service, pdb, headless])
     objects = e2e.setup_objects(setup)
     assert [r.path for r in objects.first] == ["/api/v1/namespaces"] * 2 + [
         "/apis/scheduling.k8s.io/v1/priorityclasses"] * 2
@@ -129,12 +132,14 @@ def test_a_setup_becomes_requests_the_120_api_server_accepts() -> None:
     assert classes["bench-priority-1000-never"] == {
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
         "metadata": {"name": "bench-priority-1000-never"}, "value": 1000, "preemptionPolicy": "Never"}
-    svc, budget = objects.workloads
+    svc, budget, db = objects.workloads
     assert svc.path == "/api/v1/namespaces/shop/services"
     assert svc.body["metadata"] == {"name": "web", "namespace": "shop"} and "status" not in svc.body
     assert svc.body["spec"] == {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]}
     assert budget.path == "/apis/policy/v1beta1/namespaces/shop/poddisruptionbudgets"  # policy/v1 is 1.21+
-    assert budget.body["apiVersion"] == "policy/v1beta1"
+    assert budget.body["apiVersion"] == "policy/v1beta1" and "status" not in budget.body
+    assert budget.status == {"disruptionsAllowed": 2} and svc.status is None  # a budget's is set after the create
+    assert db.body["spec"] == {"clusterIP": "None", "selector": {"app": "db"}}  # still headless
     [init] = objects.init
     assert init.body["spec"]["nodeName"] == "node-000" and init.body["spec"]["priorityClassName"] == "bench-priority-m5"
     high, critical, plain = (r.body["spec"] for r in objects.measured)

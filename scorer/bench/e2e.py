@@ -351,6 +351,7 @@ COLLECTIONS: dict[tuple[str, str], tuple[str, str, bool]] = {
 # Set by the API server for the object it stores: not sent back.
 SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink", "generation",
                    "deletionTimestamp", "deletionGracePeriodSeconds")
+SERVICE_ALLOCATED = frozenset({"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"})
 BUILT_IN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
@@ -360,6 +361,7 @@ class Request:
 
     path: str
     body: dict[str, Any]
+    status: dict[str, Any] | None = None  # set after the create (a PodDisruptionBudget's disruptionsAllowed)
 
 
 def request_for(obj: Mapping[str, Any]) -> Request:
@@ -376,14 +378,19 @@ def request_for(obj: Mapping[str, Any]) -> Request:
         path = f"{base}/namespaces/{namespace}/{plural}"
     if key[1] == "Service":
         body["spec"] = service_spec(body.get("spec") or {})
+    status = None
     if key[1] not in ("Node", "Namespace"):
-        body.pop("status", None)  # ignored on create anyway; a node's status is what the scheduler reads
-    return Request(path, body)
+        status = body.pop("status", None)  # ignored on create; a node's status is kept (what schedulers read)
+    # no disruption controller runs: a budget keeps the disruptions its file allowed, set after the create
+    return Request(path, body, status if key[1] == "PodDisruptionBudget" and status else None)
 
 
 def service_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Without the addresses and node ports the user's cluster allocated (they would clash when scaled)."""
-    out = {k: v for k, v in spec.items() if k not in ("clusterIP", "clusterIPs", "healthCheckNodePort")}
+    """Without the addresses and node ports the user's cluster allocated (they would clash when scaled);
+    a headless Service stays headless."""
+    out = {k: v for k, v in spec.items() if k not in SERVICE_ALLOCATED}
+    if spec.get("clusterIP") == "None":
+        out["clusterIP"] = "None"
     if "ports" in out:
         out["ports"] = [{k: v for k, v in port.items() if k != "nodePort"} for port in out["ports"]]
     return out
@@ -462,16 +469,26 @@ class Api:
         await self.session.close()
 
     async def create(self, request: Request, deadline: float) -> None:
-        """POST one object; 409 (already there) is fine; 429, 5xx and transport errors are retried."""
-        body = orjson.dumps(request.body)
+        """POST one object (409, already there, is fine), then its status when it carries one."""
+        await self.send("POST", request.path, request.body, request, deadline)
+        if request.status is not None:
+            item = f"{request.path}/{request.body['metadata']['name']}/status"
+            await self.send("PATCH", item, {"status": request.status}, request, deadline,
+                            content_type="application/merge-patch+json")
+
+    async def send(self, method: str, path: str, body: dict[str, Any], request: Request, deadline: float,
+                   content_type: str = "application/json") -> None:
+        """One write; 429, 5xx and transport errors are retried until the deadline."""
+        data = orjson.dumps(body)
         delay = 0.05
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise E2EError(f"deadline reached while creating objects in {request.path}")
             try:
-                async with self.session.post(self.url + request.path, data=body,
-                                             timeout=aiohttp.ClientTimeout(total=min(30.0, remaining))) as resp:
+                async with self.session.request(method, self.url + path, data=data,
+                                                headers={"Content-Type": content_type},
+                                                timeout=aiohttp.ClientTimeout(total=min(30.0, remaining))) as resp:
                     text = await resp.read()
                     if resp.status in (200, 201, 202, 409):
                         return
