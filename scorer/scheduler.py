@@ -54,7 +54,7 @@ log = logging.getLogger("scorer.scheduler")
 # Bindings past Permit at once (PreBind, Bind, PostBind: the API calls). Pods waiting at
 # Permit take no slot, so a gang larger than this still gathers. kube has no limit
 # (a goroutine each); this keeps a slow API from collecting thousands of open requests.
-# bench/e2e.py, 1,000 nodes: 16 slots bound 508-582 pods/s with attempts waiting ~300 ms for a
+# The end-to-end bench, 1,000 nodes: 16 slots bound 508-582 pods/s with attempts waiting ~300 ms for a
 # slot; 64 bound 713-834 pods/s with attempts of ~25 ms.
 DEFAULT_MAX_CONCURRENT_BINDINGS = 64
 # The loop wakes at least this often when the queue is empty, to beat its heartbeat.

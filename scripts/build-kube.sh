@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver v1.20.2 from Debian's `kubernetes` source package, with Debian's Go, for the
-# tests that run a real API server (tests/kubekit.py). Also installs etcd-server and openssl.
-# With --with-scheduler it also builds kube-scheduler v1.20.2 from the same tree, for the end-to-end
-# bench (bench/e2e.py); the default (the test command, CI) builds kube-apiserver only.
+# Builds kube-apiserver and kube-scheduler v1.20.2 from Debian's `kubernetes` source package, with Debian's
+# Go: kube-apiserver for the tests that run a real API server (scorer/bench/controlplane.py, tests/kubekit.py),
+# kube-scheduler for the end-to-end bench's side-by-side points and its smoke test (scorer/bench/e2e.py).
+# Also installs etcd-server and openssl.
 #
 # The binaries go to a cache outside the repository, ${SCORER_KUBE_CACHE:-$HOME/.cache/scorer/kube-1.20.2}/bin,
 # and each binary's build is skipped when it is there already. Needs root (apt-get); about 4 minutes on 2 cores
-# the first time, and ~2 GB of scratch space under the cache (removed after the build).
-# Recipe and caveats: ../shared/reference/kubernetes-api-client.md §3.2.
+# the first time (both binaries come from one `make`: kube-scheduler adds little to it; built alone, with
+# kube-apiserver already cached, it took 6.5 CPU-minutes), and ~2 GB of scratch space under the cache
+# (removed after the build). Recipe and caveats: ../shared/reference/kubernetes-api-client.md §3.2.
 #
-# Usage: bash scripts/build-kube.sh [--with-scheduler]   # prints the bin directory on its last line
+# Usage: bash scripts/build-kube.sh   # prints the bin directory on its last line
 set -euo pipefail
 
 CACHE="${SCORER_KUBE_CACHE:-$HOME/.cache/scorer/kube-1.20.2}"
 BIN="$CACHE/bin"
 say() { echo "build-kube.sh: $*" >&2; }
 
-targets=(kube-apiserver)
-for arg in "$@"; do
-    case "$arg" in
-        --with-scheduler) targets+=(kube-scheduler) ;;
-        *) say "unknown argument '$arg' (usage: build-kube.sh [--with-scheduler])"; exit 2 ;;
-    esac
-done
+if [ $# -gt 0 ]; then
+    say "unknown argument '$1' (usage: build-kube.sh)"
+    exit 2
+fi
+targets=(kube-apiserver kube-scheduler)
 missing=()
 for target in "${targets[@]}"; do
     [ -x "$BIN/$target" ] || missing+=("$target")

@@ -1,45 +1,34 @@
 """A real control plane for tests: etcd and kube-apiserver v1.20.2 on 127.0.0.1.
 
+A thin layer over ``scorer.bench.controlplane`` (which the end-to-end bench
+uses too): that module finds the binaries and runs etcd + kube-apiserver.
+This one adds what only tests need:
+
+* without kube-apiserver, etcd or openssl the calling test is skipped, or
+  failed under ``CI=true`` (``kube_binaries``);
+* two identities have a token:
+  ``admin`` (``TOKEN``, user ``scorer-test`` in ``system:masters``) may do
+  anything; ``kubeconfig`` and ``request()`` use it. ``scorer``
+  (``SCORER_TOKEN``) is the shipped Deployment's service account,
+  ``system:serviceaccount:scorer-system:scorer``, with the groups the API
+  server gives a service account: it may do what the RBAC objects applied to
+  the server grant it (nothing until ``k8s/``'s are applied);
+  ``kubeconfig_for("scorer")`` is a kubeconfig for it;
+* every request except the server's own loopback calls and health checks is
+  audited at the ``Metadata`` level into ``audit_log``;
+  ``audited_requests()`` reads it back (who, with which user agent, did what
+  to which resource, and what the server answered);
+* the shipped manifests (``k8s/``) rendered and applied to a control plane.
+
 ``scripts/build-kube.sh`` builds kube-apiserver from Debian's ``kubernetes``
 source package into a cache outside the repository (the test command runs it
 as root when the binary is missing); ``SCORER_KUBE_BIN`` names another
-directory holding ``kube-apiserver``. Without the binary, etcd or openssl the
-calling test is skipped, or failed under ``CI=true``.
-
-``ControlPlane`` starts etcd with a clean environment (etcd reads every
-``ETCD_*`` variable as a flag) and the API server with fresh serving
-certificates, a service-account key and static bearer tokens, on free
-loopback ports; ``kubeconfig`` is a file for clients. There is no
-controller-manager, scheduler or kubelet: nodes are plain objects and pods
-stay pending until something binds them. Admission plugins that would need a
-controller (ServiceAccount, TaintNodesByCondition) are disabled.
-
-Authorization is RBAC, as in a real cluster. Two identities have a token:
-
-* ``admin`` (``TOKEN``, user ``scorer-test`` in ``system:masters``): may do
-  anything; ``kubeconfig`` and ``request()`` use it.
-* ``scorer`` (``SCORER_TOKEN``): the shipped Deployment's service account,
-  ``system:serviceaccount:scorer-system:scorer``, with the groups the API
-  server gives a service account. It may do what the RBAC objects applied to
-  the server grant it (nothing until ``k8s/``'s are applied):
-  ``kubeconfig_for("scorer")`` is a kubeconfig for it.
-
-Every request except the server's own loopback calls and health checks is
-audited at the ``Metadata`` level into ``audit_log``; ``audited_requests()``
-reads it back (who, with which user agent, did what to which resource, and
-what the server answered).
+directory holding ``kube-apiserver``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import ssl
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +36,11 @@ import attrs
 import orjson
 import pytest
 
-CACHE_BIN = Path(os.environ.get("SCORER_KUBE_CACHE", Path.home() / ".cache/scorer/kube-1.20.2")) / "bin"
-INSTALL_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with kube-apiserver)"
-TOKEN = "scorer-test-token"
+from scorer.bench import controlplane
+from scorer.bench.controlplane import CACHE_BIN, INSTALL_HINT, READY_TIMEOUT, TOKEN, ControlPlaneError, free_port
+
+__all__ = ["CACHE_BIN", "INSTALL_HINT", "READY_TIMEOUT", "TOKEN", "free_port"]
+
 SCORER_TOKEN = "scorer-serviceaccount-test-token"
 SCORER_NAMESPACE = "scorer-system"
 SCORER_USER = f"system:serviceaccount:{SCORER_NAMESPACE}:scorer"
@@ -68,30 +59,17 @@ rules:
   nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
 - level: Metadata
 """
-READY_TIMEOUT = 90.0  # seconds for /healthz; about 10 s on 2 cores
 
 
 def kube_binaries() -> tuple[str, str, str]:
     """Paths of kube-apiserver, etcd and openssl; skips (fails under CI=true) when one is missing."""
-    bin_dir = Path(os.environ.get("SCORER_KUBE_BIN", CACHE_BIN))
-    apiserver = bin_dir / "kube-apiserver"
-    etcd, openssl = shutil.which("etcd"), shutil.which("openssl")
-    missing = [name for name, path in (("kube-apiserver", apiserver if apiserver.is_file() else None),
-                                       ("etcd", etcd), ("openssl", openssl)) if path is None]
-    if missing:
-        problem = f"{', '.join(missing)} not found"
+    try:
+        found = controlplane.kube_binaries()
+    except ControlPlaneError as error:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"a real kube-apiserver is required under CI=true but {problem}: {INSTALL_HINT}",
-                        pytrace=False)
-        pytest.skip(f"no real kube-apiserver ({problem}): {INSTALL_HINT}")
-    assert etcd is not None and openssl is not None
-    return str(apiserver), etcd, openssl
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+            pytest.fail(f"a real kube-apiserver is required under CI=true but {error}", pytrace=False)
+        pytest.skip(f"no real kube-apiserver ({error})")
+    return found.apiserver, found.etcd, found.openssl
 
 
 @attrs.frozen(slots=True)
@@ -147,74 +125,21 @@ def run_last(test: Any) -> Any:
     return test
 
 
-class ControlPlane:
-    """etcd + kube-apiserver in ``workdir``; ``start()`` waits for /healthz, ``stop()`` ends both."""
+class ControlPlane(controlplane.ControlPlane):
+    """The package's control plane with the test identities and, unless ``audit=False``, the audit log."""
 
     def __init__(self, workdir: Path, *, extra_args: tuple[str, ...] = (), audit: bool = True) -> None:
         """``audit=False`` leaves the audit log out (benchmarks: it costs a synchronous write per request)."""
-        self.apiserver_bin, self.etcd_bin, self.openssl_bin = kube_binaries()
-        self.workdir = workdir
-        self.extra_args = extra_args
-        self.port = free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.kubeconfig = workdir / "kubeconfig"
-        self.audit_log = workdir / "audit.log"
-        self.audit = audit
-        self.processes: list[subprocess.Popen[bytes]] = []
+        kube_binaries()  # skips (fails under CI=true) before anything starts
+        super().__init__(workdir, extra_args=extra_args, audit_policy=AUDIT_POLICY if audit else None,
+                         identities=(controlplane.Identity(SCORER_TOKEN, SCORER_USER, SCORER_GROUPS),))
 
     def start(self) -> ControlPlane:
-        w = self.workdir
-        (w / "etcd").mkdir(parents=True)
-        (w / "certs").mkdir()
-        subprocess.run([self.openssl_bin, "genrsa", "-out", str(w / "sa.key"), "2048"], check=True,
-                       capture_output=True)
-        subprocess.run([self.openssl_bin, "rsa", "-in", str(w / "sa.key"), "-pubout", "-out", str(w / "sa.pub")],
-                       check=True, capture_output=True)
-        (w / "tokens.csv").write_text(f'{TOKEN},scorer-test,1,"system:masters"\n'
-                                      f'{SCORER_TOKEN},{SCORER_USER},2,"{",".join(SCORER_GROUPS)}"\n')
-        (w / "audit-policy.yaml").write_text(AUDIT_POLICY)
-        client, peer = free_port(), free_port()
-        etcd_env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
-        self._spawn("etcd", [self.etcd_bin, "--data-dir", str(w / "etcd"),
-                             "--listen-client-urls", f"http://127.0.0.1:{client}",
-                             "--advertise-client-urls", f"http://127.0.0.1:{client}",
-                             "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-                             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-                             "--initial-cluster", f"default=http://127.0.0.1:{peer}"], etcd_env)
-        self._etcd_port = client
-        self._spawn("kube-apiserver", self.apiserver_argv(client), dict(os.environ))
-        self._write_kubeconfig(self.kubeconfig, TOKEN)
-        self._wait_healthy()
+        super().start()
         return self
 
-    def stop_apiserver(self) -> None:
-        """Stop kube-apiserver (etcd keeps running with the data): clients see connections refused."""
-        _end(self.processes.pop())
-
-    def start_apiserver(self) -> None:
-        """Start kube-apiserver again on the same port, over the same etcd; waits for /healthz."""
-        self._spawn("kube-apiserver", self.apiserver_argv(self._etcd_port), dict(os.environ))
-        self._wait_healthy()
-
-    def apiserver_argv(self, etcd_port: int) -> list[str]:
-        w = self.workdir
-        return [
-            self.apiserver_bin, f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
-            f"--secure-port={self.port}", f"--cert-dir={w / 'certs'}", "--advertise-address=127.0.0.1",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
-            f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=RBAC",
-            *((f"--audit-policy-file={w / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
-               "--audit-log-mode=blocking") if self.audit else ()),
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-            "--service-cluster-ip-range=10.0.0.0/24", *self.extra_args]
-
-    def _write_kubeconfig(self, path: Path, token: str) -> None:
-        path.write_text(
-            "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-            f"clusters:\n- name: test\n  cluster: {{server: '{self.url}', insecure-skip-tls-verify: true}}\n"
-            f"users:\n- name: test\n  user: {{token: {token}}}\n"
-            "contexts:\n- name: test\n  context: {cluster: test, user: test}\n")
+    def __enter__(self) -> ControlPlane:
+        return self.start()
 
     def kubeconfig_for(self, identity: str) -> Path:
         """A kubeconfig for ``identity`` (``"admin"`` or ``"scorer"``: see the module docstring)."""
@@ -222,7 +147,7 @@ class ControlPlane:
             raise ValueError(f"unknown identity {identity!r}; expected one of {sorted(IDENTITIES)}")
         path = self.workdir / f"kubeconfig-{identity}"
         if not path.exists():
-            self._write_kubeconfig(path, IDENTITIES[identity])
+            self.write_kubeconfig(path, IDENTITIES[identity])
         return path
 
     def audited_requests(self) -> list[AuditedRequest]:
@@ -233,62 +158,6 @@ class ControlPlane:
             return parse_audit_log(self.audit_log.read_text())
         except FileNotFoundError:
             return []
-
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                               stdin=subprocess.DEVNULL))
-        log.close()
-
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            for proc in self.processes:
-                if proc.poll() is not None:
-                    self.stop()
-                    raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}: {self.log_tail()}")
-            try:
-                status, body = self.request("GET", "/healthz")
-                if status == 200 and body == b"ok":
-                    return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"kube-apiserver not healthy within {READY_TIMEOUT}s: {self.log_tail()}")
-
-    def log_tail(self, lines: int = 15) -> str:
-        out = []
-        for name in ("etcd", "kube-apiserver"):
-            path = self.workdir / f"{name}.log"
-            if path.exists():
-                out.append(f"--- {name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
-        return "\n".join(out)
-
-    def request(self, method: str, path: str, body: bytes | None = None,
-                content_type: str = "application/json", *, token: str = TOKEN) -> tuple[int, bytes]:
-        """One bounded HTTPS request with the admin token, or ``token`` (for fixtures and assertions)."""
-        request = urllib.request.Request(self.url + path, data=body, method=method, headers={
-            "Authorization": f"Bearer {token}", "Content-Type": content_type})
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        try:
-            with urllib.request.urlopen(request, timeout=10, context=context) as response:
-                return int(response.status), response.read()
-        except urllib.error.HTTPError as error:
-            return int(error.code), error.read()
-
-    def stop(self) -> None:
-        """The API server first, then etcd: an API server that loses etcd first retries it until killed."""
-        while self.processes:
-            _end(self.processes.pop())
-
-    def __enter__(self) -> ControlPlane:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
 
 # --- the shipped manifests (k8s/) and applying objects to a ControlPlane ---
@@ -410,14 +279,3 @@ class Resources:
                                                "resourceVersion": orjson.loads(body)["metadata"]["resourceVersion"]}}
             status, body = self.plane.request("PUT", item + query, orjson.dumps(replacement))
         return status, orjson.loads(body) if body else {}
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after 15 s."""
-    if proc.poll() is None:
-        proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

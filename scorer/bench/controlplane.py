@@ -1,0 +1,279 @@
+"""A real control plane on 127.0.0.1: etcd and kube-apiserver v1.20.2, for the end-to-end bench and the tests.
+
+``scorer bench --e2e`` runs a scheduler process against it; the test suite's
+``tests/kubekit.py`` is a thin layer over this module (it skips a test, or
+fails it under ``CI=true``, when a binary is missing, and reads the audit log).
+It lives in the package so an installed scorer can run the bench without the
+repository's tests directory.
+
+Binaries: ``scripts/build-kube.sh`` builds kube-apiserver (and kube-scheduler)
+v1.20.2 from Debian's ``kubernetes`` source package into a cache outside the
+repository. Each binary is looked up in ``SCORER_KUBE_BIN`` when it is set,
+else in the cache (``SCORER_KUBE_CACHE``, default
+``~/.cache/scorer/kube-1.20.2``, its ``bin``), else on ``PATH``; etcd and
+openssl likewise, then on ``PATH``.
+
+``ControlPlane`` starts etcd with a clean environment (etcd reads every
+``ETCD_*`` variable as a flag) and the API server with fresh serving
+certificates, a service-account key and static bearer tokens, on free
+loopback ports; ``kubeconfig`` is an admin kubeconfig for clients. There is no
+controller-manager, scheduler or kubelet: nodes are plain objects and pods stay
+pending until something binds them. Admission plugins that would need a
+controller (ServiceAccount, TaintNodesByCondition) are disabled. Every wait is
+bounded; ``stop()`` ends both processes (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from scorer.errors import ScorerError
+
+KUBE_VERSION = "v1.20.2"
+CACHE_BIN = Path(os.environ.get("SCORER_KUBE_CACHE", Path.home() / ".cache/scorer/kube-1.20.2")) / "bin"
+INSTALL_HINT = ("run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with "
+                "kube-apiserver)")
+TOKEN = "scorer-test-token"  # the admin's bearer token (user scorer-test in system:masters)
+ADMIN_USER = "scorer-test"
+READY_TIMEOUT = 90.0  # seconds for /healthz; about 10 s on 2 cores
+STOP_GRACE = 15.0  # seconds between SIGTERM and SIGKILL
+
+
+class ControlPlaneError(ScorerError):
+    """A binary is missing, or etcd or kube-apiserver did not start (the message says which and why)."""
+
+
+@attrs.frozen(slots=True)
+class KubeBinaries:
+    """Where the control plane's programs are; ``scheduler`` is None when kube-scheduler is not built."""
+
+    apiserver: str
+    etcd: str
+    openssl: str
+    scheduler: str | None
+
+
+def find_binary(name: str) -> str | None:
+    """``name`` in ``SCORER_KUBE_BIN`` when set, else in the build cache, else on ``PATH``."""
+    override = os.environ.get("SCORER_KUBE_BIN")
+    for directory in ([Path(override)] if override else [CACHE_BIN]):
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(name)
+
+
+def kube_binaries() -> KubeBinaries:
+    """The control plane's binaries; raises ControlPlaneError naming the missing ones."""
+    found = {name: find_binary(name) for name in ("kube-apiserver", "etcd", "openssl")}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise ControlPlaneError(f"{', '.join(missing)} not found: {INSTALL_HINT}")
+    return KubeBinaries(apiserver=str(found["kube-apiserver"]), etcd=str(found["etcd"]),
+                        openssl=str(found["openssl"]), scheduler=find_binary("kube-scheduler"))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tmpfs_dir() -> str | None:
+    """``/dev/shm`` when it is writable (etcd's fsyncs cost nothing there), else None (the default tmp)."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def end_process(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=grace)
+    return int(proc.returncode)
+
+
+@attrs.frozen(slots=True)
+class Identity:
+    """A static bearer token the API server accepts, the user it stands for and that user's groups."""
+
+    token: str
+    user: str
+    groups: tuple[str, ...] = ()
+
+
+ADMIN = Identity(TOKEN, ADMIN_USER, ("system:masters",))
+
+
+class ControlPlane:
+    """etcd + kube-apiserver in ``workdir``; ``start()`` waits for /healthz, ``stop()`` ends both.
+
+    ``identities`` are the tokens the API server accepts besides the admin's;
+    ``audit_policy`` (a policy's YAML) makes it write ``audit_log`` (each
+    request before its response; benchmarks leave it out: it costs a
+    synchronous write per request); ``extra_args`` go to kube-apiserver.
+    """
+
+    def __init__(self, workdir: Path, *, binaries: KubeBinaries | None = None, extra_args: Sequence[str] = (),
+                 identities: Sequence[Identity] = (), audit_policy: str | None = None) -> None:
+        found = binaries or kube_binaries()
+        self.apiserver_bin, self.etcd_bin, self.openssl_bin = found.apiserver, found.etcd, found.openssl
+        self.workdir = workdir
+        self.extra_args = tuple(extra_args)
+        self.identities = (ADMIN, *identities)
+        self.audit_policy = audit_policy
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.kubeconfig = workdir / "kubeconfig"
+        self.audit_log = workdir / "audit.log"
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._etcd_port = 0
+
+    @property
+    def audit(self) -> bool:
+        return self.audit_policy is not None
+
+    def start(self) -> ControlPlane:
+        try:
+            self._prepare()
+            self._etcd_port = free_port()
+            self._spawn("etcd", self.etcd_argv(self._etcd_port), self.etcd_env())
+            self._spawn("kube-apiserver", self.apiserver_argv(self._etcd_port), dict(os.environ))
+            self.write_kubeconfig(self.kubeconfig, TOKEN)
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _prepare(self) -> None:
+        w = self.workdir
+        (w / "etcd").mkdir(parents=True)
+        (w / "certs").mkdir()
+        try:
+            subprocess.run([self.openssl_bin, "genrsa", "-out", str(w / "sa.key"), "2048"], check=True,
+                           capture_output=True, timeout=60)
+            subprocess.run([self.openssl_bin, "rsa", "-in", str(w / "sa.key"), "-pubout", "-out", str(w / "sa.pub")],
+                           check=True, capture_output=True, timeout=60)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            raise ControlPlaneError(f"openssl could not make the service-account key: {error}") from error
+        (w / "tokens.csv").write_text("".join(f'{i.token},{i.user},{n},"{",".join(i.groups)}"\n'
+                                              for n, i in enumerate(self.identities, 1)))
+        if self.audit_policy is not None:
+            (w / "audit-policy.yaml").write_text(self.audit_policy)
+
+    def etcd_env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
+
+    def etcd_argv(self, client: int) -> list[str]:
+        peer = free_port()
+        return [self.etcd_bin, "--data-dir", str(self.workdir / "etcd"),
+                "--listen-client-urls", f"http://127.0.0.1:{client}",
+                "--advertise-client-urls", f"http://127.0.0.1:{client}",
+                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-cluster", f"default=http://127.0.0.1:{peer}"]
+
+    def apiserver_argv(self, etcd_port: int) -> list[str]:
+        w = self.workdir
+        audit = ((f"--audit-policy-file={w / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
+                  "--audit-log-mode=blocking") if self.audit else ())
+        return [
+            self.apiserver_bin, f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}", f"--cert-dir={w / 'certs'}", "--advertise-address=127.0.0.1",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
+            f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=RBAC", *audit,
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--service-cluster-ip-range=10.0.0.0/24", *self.extra_args]
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (etcd keeps running with the data): clients see connections refused."""
+        end_process(self.processes.pop())
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port, over the same etcd; waits for /healthz."""
+        self._spawn("kube-apiserver", self.apiserver_argv(self._etcd_port), dict(os.environ))
+        self._wait_healthy()
+
+    def write_kubeconfig(self, path: Path, token: str) -> None:
+        """A kubeconfig for this API server with ``token`` (TLS not verified: the certificate is self-signed)."""
+        path.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+            f"clusters:\n- name: test\n  cluster: {{server: '{self.url}', insecure-skip-tls-verify: true}}\n"
+            f"users:\n- name: test\n  user: {{token: {token}}}\n"
+            "contexts:\n- name: test\n  context: {cluster: test, user: test}\n")
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        with open(self.workdir / f"{name}.log", "ab") as log:
+            try:
+                proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
+            except OSError as error:
+                raise ControlPlaneError(f"cannot run {argv[0]}: {error}") from error
+        self.processes.append(proc)
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            for name, proc in zip(("etcd", "kube-apiserver"), self.processes, strict=False):
+                if proc.poll() is not None:
+                    raise ControlPlaneError(f"{name} exited with {proc.returncode}: {self.log_tail()}")
+            try:
+                status, body = self.request("GET", "/healthz")
+                if status == 200 and body == b"ok":
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.5)
+        raise ControlPlaneError(f"kube-apiserver not healthy within {READY_TIMEOUT:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of etcd's and kube-apiserver's logs."""
+        out = []
+        for name in ("etcd", "kube-apiserver"):
+            path = self.workdir / f"{name}.log"
+            if path.exists():
+                out.append(f"--- {name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
+        return "\n".join(out)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                content_type: str = "application/json", *, token: str = TOKEN) -> tuple[int, bytes]:
+        """One bounded HTTPS request with the admin token, or ``token``; returns (status, body)."""
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers={
+            "Authorization": f"Bearer {token}", "Content-Type": content_type})
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as response:
+                return int(response.status), response.read()
+        except urllib.error.HTTPError as error:
+            return int(error.code), error.read()
+
+    def stop(self) -> None:
+        """The API server first, then etcd: an API server that loses etcd first retries it until killed."""
+        while self.processes:
+            end_process(self.processes.pop())
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
