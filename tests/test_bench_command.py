@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from scorer.bench import command, e2e, plots, report
@@ -98,6 +99,8 @@ def test_the_plan_caps_e2e_and_applies_config(tmp_path: Path) -> None:
     assert all(j.config_path == str(config) for j in e2e_jobs)
     explicit = command.plan_e2e(workloads, BenchOptions(nodes=[50000]))
     assert [j.spec.nodes for j in explicit] == [50000, 50000]  # --nodes is taken as given
+    metrics = attrs.evolve(workloads[1], e2e=True)
+    assert command.plan_e2e([metrics], options) == []  # its generated metrics snapshot exists in process only
 
 
 def test_e2e_runs_both_schedulers_through_the_e2e_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -260,11 +260,12 @@ def _configured_percentage(config: str | None) -> int:
 
 def plan_e2e(workloads: list[Workload], options: BenchOptions) -> list[Job]:
     """Each e2e workload (``--cluster``: the cluster) at the sweep's sizes up to ``E2E_MAX_NODES`` (all of
-    ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating."""
+    ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating. The
+    ``metrics`` profile stays in process: its generated snapshot has no end-to-end counterpart."""
     jobs = []
     for job in plan_in_process(workloads, options):
         workload = job.source.workload
-        if job.spec.percentage != ADAPTIVE or (workload is not None and not workload.e2e):
+        if job.spec.percentage != ADAPTIVE or job.profile == "metrics" or (workload is not None and not workload.e2e):
             continue
         if options.nodes is None and options.cluster is None and job.spec.nodes > E2E_MAX_NODES:
             continue
