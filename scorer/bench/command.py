@@ -118,8 +118,9 @@ def add_arguments(parser: Any) -> None:
                         help=f"where result.json and the PNG plots go (default ./{DEFAULT_OUT})")
     parser.add_argument("--compare", metavar="BASELINE.json",
                         help="a result.json of an earlier run: mark the changes beyond the run-to-run noise")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (tie breaks, metrics snapshot; default 0)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="random seed (tie breaks, metrics snapshot; default 0)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"seconds a point may take before it is reported as failed (default {DEFAULT_TIMEOUT:g})")
 
 
