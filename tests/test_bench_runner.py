@@ -76,16 +76,6 @@ def test_the_metric_driven_profile_reads_the_generated_snapshot() -> None:
     assert {"Filter/LoadAware", "Score/LoadAware"} & set(p["plugins_ms"]) or p["extension_points_ms"]["Score"]
 
 
-def test_a_consumed_setup_gives_the_same_point_and_lets_go_of_its_objects() -> None:
-    w = workload("preemption", initPods={"perNode": 4, "cpu": "900m", "priority": 1},
-                 pods={"cpu": "3", "priority": 10})
-    setup = build_setup(w, 6, 3)
-    p = run_point(setup, PointSpec("w", 6, 3), config_path=None, profile="default", consume=True)
-    assert (p["nodes"], p["init_pods"], p["pods"], p["bound"]) == (6, 24, 3, 3)
-    assert p["check"]["victims_deleted"] == 9  # counted from the decoded pods, not the dropped objects
-    assert all(obj == {} for obj in setup.nodes + setup.init + setup.measured)
-
-
 def test_a_point_that_cannot_run_is_an_error_point_not_an_exception(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.yaml")
     p = run_point(build_setup(workload(), 5, 2), PointSpec("w", 5, 2), config_path=missing, profile=missing)

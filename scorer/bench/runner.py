@@ -39,11 +39,8 @@ What it measures (the point dict of ``scorer.bench.spec``):
 ``run_point_isolated`` runs a point in a fresh interpreter (``python -m
 scorer.bench.runner``: a job as JSON on stdin, the point as JSON on stdout),
 which builds the Setup itself from the workload or the cluster file, so the
-peak RSS is the point's own and nothing big crosses the pipe; there each API
-object is dropped once decoded, so the peak is what the scheduler holds
-rather than that plus the bench's copy of the cluster as dicts (which the
-peak still includes while it is being decoded). A point that fails is a
-point with ``error`` set (one line), never an exception.
+peak RSS is the point's own and nothing big crosses the pipe. A point that
+fails is a point with ``error`` set (one line), never an exception.
 """
 
 from __future__ import annotations
@@ -56,7 +53,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -149,18 +146,13 @@ class _Run:
 
 def run_point(
     setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str, seed: int = 0,
-    base_rss: float | None = None, consume: bool = False,
+    base_rss: float | None = None,
 ) -> dict[str, Any]:
-    """One point (spec.py's point dict); ``error`` set, not raised, when it cannot be run.
-
-    With ``consume``, each API object is dropped from the Setup's lists once decoded, so the peak RSS
-    is the scheduler's and not the bench's copy of the cluster as well (a point's own process does it).
-    """
+    """One point (spec.py's point dict); ``error`` set, not raised, when it cannot be run."""
     started = time.perf_counter()
     base = rss_mb() if base_rss is None else base_rss
     try:
-        point = _measure(setup, spec, config_path=config_path, profile=profile, seed=seed, base_rss=base,
-                         consume=consume)
+        point = _measure(setup, spec, config_path=config_path, profile=profile, seed=seed, base_rss=base)
     except ScorerError as exc:
         point = error_point(spec, profile, _one_line(str(exc)))
     except Exception as exc:  # a bug in scorer or a plugin: reported in the point, the sweep goes on
@@ -180,10 +172,7 @@ def _config_source(profile: str, config_path: str | None) -> tuple[Any, bool | N
 
 def _measure(
     setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str, seed: int, base_rss: float,
-    consume: bool,
 ) -> dict[str, Any]:
-    group = _anti_affinity_group(setup)
-    n_nodes, n_init = len(setup.nodes), len(setup.init)
     cluster = InMemoryCluster([], [], [])
     clock = SkippingClock()
     config, autoload = _config_source(profile, config_path)
@@ -197,26 +186,22 @@ def _measure(
         cluster.apply(namespace_from_dict(obj))
     for obj in setup.workloads:
         cluster.apply(workload_from_dict(obj))
-    for obj in _taken(setup.nodes, consume):
+    for obj in setup.nodes:
         cluster.apply(node_from_dict(obj))
     rss_nodes = rss_mb()
-    measured = [pod_from_dict(obj) for obj in _taken(setup.measured, consume)]
-    init_keys = []
-    for obj in _taken(setup.init, consume):
-        pod = pod_from_dict(obj)
-        init_keys.append(pod.key)
-        cluster.apply(pod)
-    for pod in measured:
+    measured = [pod_from_dict(obj) for obj in setup.measured]
+    for pod in (*(pod_from_dict(obj) for obj in setup.init), *measured):
         cluster.apply(pod)
     rss_pods = rss_mb()
     run = _Run()
     with gc_tuned():
         asyncio.run(_drive(asm, clock, {p.key for p in measured}, run))
     bound = [p for p in measured if (current := cluster.pods.get(p.key)) is not None and current.node_name]
+    n_pods = len(setup.init) + len(setup.measured)
     return {
         "workload": spec.workload, "mode": "in-process", "scheduler": "scorer", "profile": profile,
-        "nodes": n_nodes, "percentage": spec.percentage,
-        "init_pods": n_init, "pods": len(measured),
+        "nodes": len(setup.nodes), "percentage": spec.percentage,
+        "init_pods": len(setup.init), "pods": len(measured),
         "bound": len(bound), "unscheduled": len(measured) - len(bound),
         "cycle_ms": cycle_figures(run.cycles),
         "throughput": throughput_figures(run.bind_times, run.start, run.end),
@@ -225,26 +210,15 @@ def _measure(
         "memory": {
             "peak_rss_mb": round(peak_rss_mb(), 1), "base_rss_mb": round(base_rss, 1),
             "nodes_rss_mb": round(rss_nodes, 1), "pods_rss_mb": round(rss_pods, 1),
-            "bytes_per_node": _per(rss_nodes - rss_empty, n_nodes),
-            "bytes_per_pod": _per(rss_pods - rss_nodes, n_init + len(measured)),
+            "bytes_per_node": _per(rss_nodes - rss_empty, len(setup.nodes)),
+            "bytes_per_pod": _per(rss_pods - rss_nodes, n_pods),
         },
         "attempts": dict(run.outcomes), "given_up": run.given_up,
         "backoff_skipped_s": round(clock.skipped, 3),
-        "check": placement_check(cluster, measured, init_keys, group),
+        "check": placement_check(cluster, setup, measured),
         "warnings": list(asm.warnings),
         "error": None,
     }
-
-
-_FREED: dict[str, Any] = {}
-
-
-def _taken(objects: list[dict[str, Any]], consume: bool) -> Iterator[dict[str, Any]]:
-    """The objects in order; with ``consume``, each one's place in the list is freed once it is handed out."""
-    for i, obj in enumerate(objects):
-        if consume:
-            objects[i] = _FREED
-        yield obj
 
 
 async def _drive(asm: Assembly, clock: SkippingClock, measured: set[str], run: _Run) -> None:
@@ -396,11 +370,8 @@ def _per(mib: float, count: int) -> int | None:
 # -- the placement check ---------------------------------------------------------------------
 
 
-def placement_check(
-    cluster: InMemoryCluster, measured: list[Pod], init_keys: list[str], group: dict[str, str] | None,
-) -> dict[str, Any]:
-    """Where the measured pods went, what became of the init pods (preemption victims), and whether
-    members of ``group`` (a required anti-affinity group) share a node."""
+def placement_check(cluster: InMemoryCluster, setup: Setup, measured: list[Pod]) -> dict[str, Any]:
+    """Where the measured pods went, and what became of the init pods (preemption victims)."""
     placed = [current for p in measured if (current := cluster.pods.get(p.key)) is not None and current.node_name]
     per_node = collections.Counter(p.node_name for p in placed)
     zones = collections.Counter(cluster.nodes[p.node_name].labels.get(ZONE, "") for p in placed
@@ -411,11 +382,12 @@ def placement_check(
         "pods_per_zone": dict(sorted(zones.items())),
         "zone_skew": max(zones.values()) - min(zones.values()) if zones else 0,
     }
+    group = _anti_affinity_group(setup)
     if group is not None:
         members = collections.Counter(p.node_name for p in cluster.pods.values()
                                       if p.node_name and all(p.labels.get(k) == v for k, v in group.items()))
         check["nodes_with_two_of_the_group"] = sum(1 for c in members.values() if c > 1)
-    deleted = sum(1 for key in init_keys if key not in cluster.pods)
+    deleted = sum(1 for obj in setup.init if _key(obj) not in cluster.pods)
     if deleted or cluster.preempted:
         check["victims_deleted"] = deleted
         check["preempted_events"] = sum(1 for e in cluster.events if e.reason == "Preempted")
@@ -426,6 +398,11 @@ def placement_check(
     if reasons:
         check["unscheduled_reasons"] = dict(reasons.most_common(3))
     return check
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
 def _anti_affinity_group(setup: Setup) -> dict[str, str] | None:
@@ -532,7 +509,7 @@ def _child_main() -> int:
         point = error_point(spec, profile, _one_line(str(exc)))
     else:
         point = run_point(setup, spec, config_path=job["configPath"], profile=profile, seed=job["seed"],
-                          base_rss=base, consume=True)
+                          base_rss=base)
         point["setup_s"] = round(time.perf_counter() - started - (point["wall_s"] or 0.0), 3)
     sys.stdout.buffer.write(orjson.dumps(point, option=orjson.OPT_SERIALIZE_NUMPY))
     sys.stdout.buffer.flush()
