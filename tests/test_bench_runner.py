@@ -46,6 +46,7 @@ def test_a_plain_point_has_every_field_and_they_make_sense() -> None:
     assert sampled and all(0 < count <= 30 for count in sampled)  # 10% of cycles, as kube samples them
     memory = p["memory"]
     assert memory["peak_rss_mb"] >= memory["base_rss_mb"] > 0
+    assert memory["peak_rss_mb"] >= memory["pods_rss_mb"] and memory["setup_rss_mb"] > 0
     assert p["check"]["nodes_used"] >= 1 and sum(p["check"]["pods_per_zone"].values()) == 30
     assert p["wall_s"] > 0
 

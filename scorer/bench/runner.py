@@ -28,9 +28,13 @@ What it measures (the point dict of ``scorer.bench.spec``):
   every cycle; ``scheduler_plugin_execution_duration_seconds``, sampled in
   10% of cycles as kube-scheduler does: ``count`` says how many); p50/p99
   are interpolated within the buckets as Prometheus' ``histogram_quantile``;
-- ``memory``: resident set size after the imports (``base_rss_mb``), after
-  the nodes are in the cache, after the pods, and the peak (``VmHWM``, else
-  ``ru_maxrss``); ``bytes_per_node`` and ``bytes_per_pod`` from the growth;
+- ``memory``: resident set size after the imports (``base_rss_mb``), with
+  the Setup's API objects built (``setup_rss_mb``: the bench's own copy of
+  the cluster as dicts, which a scheduler reading an API server never holds
+  all at once), after the nodes are in the cache, after the pods, and the
+  peak (``VmHWM``, else ``ru_maxrss``; it includes that copy: an upper
+  bound); ``bytes_per_node`` and ``bytes_per_pod`` from the growth while
+  decoding (the decoded objects and the cache's own, the copy excluded);
 - ``check``: where the measured pods went (nodes used, pods per zone and the
   skew, the most on one node, members of a required anti-affinity group
   sharing a node, victims deleted and Preempted events), and the most
@@ -209,7 +213,8 @@ def _measure(
         "plugins_ms": plugins(asm.metrics.registry),
         "memory": {
             "peak_rss_mb": round(peak_rss_mb(), 1), "base_rss_mb": round(base_rss, 1),
-            "nodes_rss_mb": round(rss_nodes, 1), "pods_rss_mb": round(rss_pods, 1),
+            "setup_rss_mb": round(rss_empty, 1), "nodes_rss_mb": round(rss_nodes, 1),
+            "pods_rss_mb": round(rss_pods, 1),
             "bytes_per_node": _per(rss_nodes - rss_empty, len(setup.nodes)),
             "bytes_per_pod": _per(rss_pods - rss_nodes, n_pods),
         },
