@@ -29,9 +29,10 @@ What it measures (the point dict of ``scorer.bench.spec``):
   10% of cycles as kube-scheduler does: ``count`` says how many); p50/p99
   are interpolated within the buckets as Prometheus' ``histogram_quantile``;
 - ``memory``: resident set size after the imports (``base_rss_mb``), with
-  the Setup's API objects built (``setup_rss_mb``: the bench's own copy of
-  the cluster as dicts, which a scheduler reading an API server never holds
-  all at once), after the nodes are in the cache, after the pods, and the
+  the scheduler assembled and the Setup's API objects built
+  (``setup_rss_mb``; the growth is mostly the bench's own copy of the
+  cluster as dicts, which a scheduler reading an API server never holds all
+  at once), after the nodes are in the cache, after the pods, and the
   peak (``VmHWM``, else ``ru_maxrss``; it includes that copy: an upper
   bound); ``bytes_per_node`` and ``bytes_per_pod`` from the growth while
   decoding (the decoded objects and the cache's own, the copy excluded);
