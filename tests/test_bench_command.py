@@ -75,6 +75,7 @@ def test_the_users_cluster_scaled_and_plots_missing(tmp_path: Path, capsys: pyte
     assert p["error"] is None and p["workload"] == "mine"
     assert (p["nodes"], p["init_pods"], p["pods"], p["bound"]) == (6, 2, 4, 4)  # every object twice
     assert "pip install 'scorer[bench]'" in captured.err  # the rest is written all the same
+    assert f"note: {cluster}: ignored what the bench does not use: 1 Secret" in captured.err
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["config"]["cluster_file"] == str(cluster) and result["config"]["scale"] == 2
 

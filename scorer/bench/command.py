@@ -297,6 +297,10 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
     for point in points:
         if point.get("error"):
             err(f"warning: {_point_name(point)} failed: {point['error']}")
+    ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
+    if options.cluster is not None and ignored:
+        counts = ", ".join(f"{count} {kind}" for kind, count in ignored.items())
+        err(f"note: {options.cluster}: ignored what the bench does not use: {counts}")
     return points
 
 

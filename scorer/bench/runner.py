@@ -222,6 +222,7 @@ def _measure(
         "attempts": dict(run.outcomes), "given_up": run.given_up,
         "backoff_skipped_s": round(clock.skipped, 3),
         "check": placement_check(cluster, setup, measured),
+        "ignored": dict(setup.ignored),  # a user's cluster file: the objects of kinds the bench does not use
         "warnings": list(asm.warnings),
         "error": None,
     }
