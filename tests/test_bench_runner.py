@@ -13,6 +13,8 @@ from scorer.bench.clusters import build_setup
 from scorer.bench.runner import SetupSource, run_point, run_point_isolated
 from scorer.bench.spec import PointSpec
 from scorer.bench.workloads import Workload, workload_from_data
+from scorer.cluster.memory import InMemoryCluster
+from scorer.errors import ScorerError
 
 POINT_FIELDS = {"workload", "mode", "scheduler", "profile", "nodes", "percentage", "init_pods", "pods", "bound",
                 "unscheduled", "cycle_ms", "throughput", "extension_points_ms", "plugins_ms", "memory", "wall_s",
@@ -75,6 +77,25 @@ def test_the_metric_driven_profile_reads_the_generated_snapshot() -> None:
     p = point(workload(profile="metrics"), 30, 10, percentage=100)
     assert p["error"] is None and p["bound"] == 10 and p["percentage"] == 100
     assert {"Filter/LoadAware", "Score/LoadAware"} & set(p["plugins_ms"]) or p["extension_points_ms"]["Score"]
+
+
+def test_backoff_is_skipped_not_slept_and_failed_binds_come_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every first bind of a pod fails (retried with backoff, 1 s at first): the loop skips the clock to
+    # the backoff expiry when nothing else is left, and the pods are bound on their second attempt.
+    real_bind = InMemoryCluster.bind
+    failed: set[str] = set()
+
+    async def flaky_bind(self: InMemoryCluster, pod: Any, node_name: str) -> None:
+        if pod.key not in failed:
+            failed.add(pod.key)
+            raise ScorerError("try again")
+        await real_bind(self, pod, node_name)
+
+    monkeypatch.setattr(InMemoryCluster, "bind", flaky_bind)
+    p = point(workload(), 4, 3)
+    assert (p["bound"], p["unscheduled"]) == (3, 0)
+    assert p["attempts"] == {"binding": 6} and p["backoff_skipped_s"] >= 0.5  # two attempts each
+    assert p["wall_s"] < 30  # the backoff was skipped, not slept
 
 
 def test_a_point_that_cannot_run_is_an_error_point_not_an_exception(tmp_path: Path) -> None:
