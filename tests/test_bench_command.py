@@ -35,6 +35,7 @@ def test_smoke_run_writes_the_table_the_json_and_the_plots(tmp_path: Path, capsy
     assert result["config"]["nodes"] == [50, 100] and result["config"]["pods"] == 20
     assert [w["name"] for w in result["config"]["workloads"]] == ["plain", "metrics"]
     assert result["machine"]["cpus"] >= 1 and result["versions"]["kube_scheduler"] is None
+    assert "scorer-loadaware" in result["versions"]["plugins"]  # the metric-driven profile's plugins
     assert result["summary"] and result["summary"][0] in captured.out
     assert "| plain" in captured.out and "written" in captured.out
     assert "plain: 100 nodes" in captured.err  # the progress bar's steps
@@ -78,6 +79,13 @@ def test_the_users_cluster_scaled_and_plots_missing(tmp_path: Path, capsys: pyte
     assert f"note: {cluster}: ignored what the bench does not use: 1 Secret" in captured.err
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["config"]["cluster_file"] == str(cluster) and result["config"]["scale"] == 2
+    # the same run against the first one as a baseline: the comparison is printed and stored
+    code = main(["bench", "--cluster", str(cluster), "--scale", "2", "--out", str(tmp_path / "again"),
+                 "--compare", str(tmp_path / "out" / "result.json")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    again = json.loads((tmp_path / "again" / "result.json").read_text())
+    assert again["compare"] is not None and report.render_compare(again["compare"]) in captured.out
 
 
 def test_the_plan_caps_e2e_and_applies_config(tmp_path: Path) -> None:

@@ -325,7 +325,8 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
         "scorer_version": __version__,
         "machine": machine(),
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                     "kube_scheduler": KUBE_SCHEDULER_VERSION if options.e2e else None},
+                     "kube_scheduler": KUBE_SCHEDULER_VERSION if options.e2e else None,
+                     "plugins": plugin_distributions()},
         "config": {
             "workloads_file": None if options.cluster else str(options.workloads or DEFAULT_WORKLOADS),
             "workloads": [w.as_dict() for w in workloads],
@@ -338,6 +339,12 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
         "summary": [],
         "compare": None,
     }
+
+
+def plugin_distributions() -> dict[str, str]:
+    """The installed plugin distributions other than scorer itself, with their versions (a profile may use them)."""
+    plugins = build_registry().plugins.values()
+    return {info.source: info.version for info in sorted(plugins, key=lambda i: i.source) if info.source != "scorer"}
 
 
 def machine() -> dict[str, Any]:

@@ -54,6 +54,7 @@ import asyncio
 import collections
 import math
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -73,6 +74,7 @@ from scorer.bench.workloads import Workload, workload_from_data
 from scorer.cluster.memory import InMemoryCluster
 from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE
 from scorer.errors import ScorerError
+from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod, namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
 
 MAX_ATTEMPTS = 5
@@ -181,7 +183,9 @@ def _measure(
     cluster = InMemoryCluster([], [], [])
     clock = SkippingClock()
     config, autoload = _config_source(profile, config_path)
-    asm = assemble(config, cluster, autoload=autoload, seed=seed, clock=clock, metrics_snapshot=setup.metrics)
+    metrics = SchedulerMetrics(rng=random.Random(seed))  # the cycles whose plugins are timed: the seed's
+    asm = assemble(config, cluster, autoload=autoload, seed=seed, clock=clock, metrics=metrics,
+                   metrics_snapshot=setup.metrics)
     asm.scheduler.algorithm.percentage_of_nodes_to_score = spec.percentage  # the point's, over the config's
     for fwk in asm.frameworks.values():
         fwk.percentage_of_nodes_to_score = None
