@@ -326,6 +326,24 @@ def test_brackets_in_text_do_not_trigger_the_exact_scan_but_stay_correct() -> No
     assert "nested more than 200" in error_of('["]", ' * 300 + "1" + "]" * 300)
 
 
+def test_kubectl_managed_fields_keys_do_not_trigger_the_exact_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `k:{"type":"Ready"}` is text in block context: a 5,000-node export would take minutes to scan.
+    import scorer.inputs.reader as reader
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError("scanned exactly")
+
+    item = '- f:status:\n    k:{"type":"Ready"}:\n      .: {}\n      f:status: {}\n  k:{"uid":"x"}: {}\n'
+    monkeypatch.setattr(reader, "_scan_depth", no_scan)
+    documents = parse(item * 3000)
+    assert documents[0][2999] == {"f:status": {'k:{"type":"Ready"}': {".": {}, "f:status": {}}},  # type: ignore[index]
+                                  'k:{"uid":"x"}': {}}
+    monkeypatch.undo()
+    # A deep flow collection after them is still found.
+    assert error_of(item * 3000 + "- " + nested_flow(30_000)).endswith("nested more than 200 levels deep "
+                                                                      "(the nesting limit of inputs)")
+
+
 def alias_bomb(levels: int) -> str:
     text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     previous = "a"

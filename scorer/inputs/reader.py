@@ -543,6 +543,11 @@ _LONG_PREFIX = re.compile(rf"\n[ \t?:-]{{{_BLOCK_PREFIX_RUN}}}")
 # A flow collection starts after whitespace, a line start or one of [{,:?-;
 # a bracket right after anything else is text (a quoted string, a plain scalar).
 _FLOW_OPENER = re.compile(r"(?<![^\s\[{,:?\-])[\[{](?![\]}])")
+# A flow collection in block context starts after whitespace (or at the start of the text): elsewhere a
+# bracket there is text (kubectl's managedFields keys, ``k:{"type":"Ready"}``), or one the parser refuses
+# before composing anything inside it. (The lookbehind follows the bracket: a regular expression
+# that finds the bracket first runs some times faster.)
+_OUTER_FLOW_OPENER = re.compile(r"[\[{](?<!\S.)(?![\]}])")
 
 
 class _Loader(yaml.CSafeLoader):  # type: ignore[misc]
@@ -725,9 +730,11 @@ _Loader.add_constructor(
 
 def _yaml_documents(text: str, source: str, limits: Limits) -> list[Document]:
     max_depth = min(limits.max_depth, MAX_DEPTH_CEILING)
-    # libyaml's composer may refuse deep text itself (PyYAML >= 6.0.4 bundles a nesting limit), with
-    # a message of its own: text that may nest past the limit is scanned first, without composing.
-    if _depth_bound(text) > max_depth:
+    # libyaml may refuse deep text itself (PyYAML >= 6.0.4 bundles a nesting limit of 1,000 levels),
+    # with a message of its own, and older ones overflow the C stack: text that may nest that deep is
+    # scanned first, without composing. Shallower text past max_depth is refused as it is built
+    # (_Loader.nest); scanning all text would parse every YAML input twice, once in pure Python.
+    if _depth_bound(text) > SAFE_COMPOSE_DEPTH:
         _scan_depth(text, source, max_depth)
     check_aliases = "&" in text and "*" in text
     loader: _Loader | None = None
@@ -795,7 +802,8 @@ def _depth_bound(text: str) -> int:
 
     Block collections nest only by indentation or compact indicators (at
     most two levels per column of a line's leading run of spaces and
-    ``- ? :``); flow collections only by brackets that can open one.
+    ``- ? :``); flow collections only by brackets that can open one, from
+    the first that can open one in block context.
     """
     if any(brk in text for brk in _LINE_BREAKS) or (
         "\r" in text and text.count("\r") != text.count("\r\n")
@@ -811,6 +819,12 @@ def _depth_bound(text: str) -> int:
         openers = text.count("[", start, end) + text.count("{", start, end)
         if openers <= allowance:
             continue
+        # Every flow collection is inside one that starts at an outer opener: count from the first.
+        outer = _OUTER_FLOW_OPENER.search(text, start, end)
+        if outer is None:
+            continue
+        start = outer.start()
+        openers = text.count("[", start, end) + text.count("{", start, end)
         openers -= text.count("[]", start, end) + text.count("{}", start, end)
         if openers > allowance and len(_FLOW_OPENER.findall(text, start, end)) > allowance:
             return SAFE_COMPOSE_DEPTH + 1

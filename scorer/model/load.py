@@ -80,7 +80,7 @@ def load_file(path: str | os.PathLike[str]) -> LoadedObjects:
     """The objects of a cluster file; ``ModelError`` naming the file (and the
     document and object) for anything wrong with it."""
     source = os.fspath(path)
-    with _gc_paused():
+    with gc_paused():
         try:
             documents = read_documents(source, limits=CLUSTER_LIMITS)
         except ReadError as error:
@@ -90,7 +90,7 @@ def load_file(path: str | os.PathLike[str]) -> LoadedObjects:
 
 def load_objects(text: str | bytes, source: str = "<input>") -> LoadedObjects:
     """Like ``load_file`` for text in memory; ``source`` names it in messages."""
-    with _gc_paused():
+    with gc_paused():
         try:
             documents = parse_documents(text, source, limits=CLUSTER_LIMITS)
         except ReadError as error:
@@ -99,7 +99,7 @@ def load_objects(text: str | bytes, source: str = "<input>") -> LoadedObjects:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while building many objects: the objects are
     acyclic, and gen-2 collections over a growing heap cost about a third of
     the load time of a 100k-pod cluster."""
