@@ -284,19 +284,20 @@ def _label(job: Job) -> str:
 
 
 def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, err: Print) -> list[dict[str, Any]]:
+    """Every point in order under the progress bar; a failed one is noted as it happens (and in the table)."""
     progress = Progress(len(jobs) + len(e2e_jobs))
     points = []
-    for job in jobs:
+    for job in (*jobs, *e2e_jobs):
         progress.step(_label(job))
-        points.append(run_point_isolated(job.source, job.spec, config_path=job.config_path, profile=job.profile,
-                                         seed=options.seed, timeout=options.timeout))
-    for job in e2e_jobs:
-        progress.step(_label(job))
-        points.append(_run_e2e(job, options))
-    progress.done()
-    for point in points:
+        if job.spec.mode == "e2e":
+            point = _run_e2e(job, options)
+        else:
+            point = run_point_isolated(job.source, job.spec, config_path=job.config_path, profile=job.profile,
+                                       seed=options.seed, timeout=options.timeout)
         if point.get("error"):
-            err(f"warning: {_point_name(point)} failed: {point['error']}")
+            progress.note(f"warning: {_point_name(point)} failed: {point['error']}")
+        points.append(point)
+    progress.done()
     ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
     if options.cluster is not None and ignored:
         counts = ", ".join(f"{count} {kind}" for kind, count in ignored.items())
@@ -311,7 +312,8 @@ def _run_e2e(job: Job, options: BenchOptions) -> dict[str, Any]:
 
 
 def _point_name(point: dict[str, Any]) -> str:
-    return f"{point['workload']} at {point['nodes']:,} nodes ({point['mode']}, {point['scheduler']})"
+    where = f"{point['nodes']:,} nodes" if point["nodes"] else "the file's nodes"
+    return f"{point['workload']} at {where} ({point['mode']}, {point['scheduler']})"
 
 
 # -- the result -------------------------------------------------------------------------------
