@@ -1,4 +1,4 @@
-"""The ``scorer`` command: simulate, explain, run, config validate, plugins.
+"""The ``scorer`` command: simulate, explain, run, bench, config validate, plugins.
 
 Exit status (also in ``scorer --help`` and the README): 0 success (an
 unschedulable pod is a result, not a failure); 1 internal error (a bug: a
@@ -32,6 +32,7 @@ import orjson
 import yaml
 
 from scorer import __version__
+from scorer.bench import command as bench
 from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import ConfigError, InputError, PluginError, ScorerError
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
@@ -253,6 +254,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return asyncio.run(serve(service))
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """The capacity-planning bench (``scorer.bench.command``): table and summary on stdout, progress on stderr."""
+
+    def out(text: str) -> None:
+        for line in text.split("\n"):
+            _out(escape(line))
+
+    return bench.run_bench(bench.options_from_args(args), out, lambda line: _err(escape(line)))
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     registry = _registry(args)
     rows = [("NAME", "DISTRIBUTION", "VERSION", "EXTENSION POINTS")]
@@ -329,6 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-debug-endpoints", action="store_true",
                    help="also serve /configz and /debug/queue (the queue's pods): internals, off by default")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="the capacity-planning bench: pods/s, cycle latency and memory as the cluster "
+                                     "grows, in process or end to end, side by side with kube-scheduler")
+    bench.add_arguments(p)
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("config", help="configuration tools")
     config_sub = p.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")

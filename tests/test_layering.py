@@ -14,7 +14,7 @@ Layers, from the bottom; a module may import only from its own layer or below:
  8. ``scorer.cycle``, ``scorer.scheduler``, ``scorer.binding``, ``scorer.cluster``, ``scorer.kube``,
     ``scorer.eventhandlers``, ``scorer.hookspecs``, ``scorer.registry``
  9. ``scorer.assembly``, ``scorer.simulate``, ``scorer.explain``, ``scorer.testing``, ``scorer.cli``,
-    ``scorer.service``, ``scorer.__main__``, ``scorer.data``
+    ``scorer.service``, ``scorer.__main__``, ``scorer.data``, ``scorer.bench``
 
 Besides, ``scorer.config`` never imports ``scorer.plugins`` (a plugin's args type reaches the
 configuration through the catalog: ``PluginInfo.args_type``).

@@ -1,0 +1,375 @@
+"""``scorer bench``: the sweep behind the one command.
+
+    scorer bench                                   # the default workloads at 100 ... 50,000 nodes
+    scorer bench --only plain,metrics --nodes 500,5000 --pods 500 --out /tmp/b
+    scorer bench --cluster mine.yaml --config sched.yaml --scale 3
+    scorer bench --e2e --only plain --nodes 500,1000,5000
+    scorer bench --compare bench-results/result.json
+
+It plans the points (workload x node count x percentageOfNodesToScore, then
+the end-to-end ones), runs each in-process point in its own process
+(``runner.run_point_isolated``: its own peak RSS) and each end-to-end point
+against a fresh control plane (``e2e.run_e2e_point``, for scorer and for
+kube-scheduler) under a progress bar, then collects the result (``spec``'s
+JSON: the machine, the versions, the configuration, the points), fits the
+slopes, prints the table, the comparison with a baseline and the
+capacity-planning summary, and writes ``result.json`` and the PNG plots to
+``--out``. A point that fails is reported, not fatal (exit 0); bad input
+stops before anything runs (exit 2, one line).
+
+``--nodes`` replaces every workload's sweep, its own ``nodes`` cap
+included; ``--config`` replaces the profile of the workloads whose profile
+is ``default``; ``--cluster FILE`` runs one workload, the user's cluster
+(``snapshot.load_cluster_setup``, ``--scale`` copies), with ``--config`` as
+its profile and the configuration's own percentageOfNodesToScore unless
+``--percentages`` is given.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from scorer import __version__
+from scorer.bench import e2e, plots, report
+from scorer.bench.progress import Progress
+from scorer.bench.runner import DEFAULT_TIMEOUT, SetupSource, run_point_isolated
+from scorer.bench.spec import ADAPTIVE, PointSpec
+from scorer.bench.workloads import DEFAULT_FILE as DEFAULT_WORKLOADS
+from scorer.bench.workloads import MAX_NODES, Workload, load_workloads, scheduler_name
+from scorer.config import load_and_resolve
+from scorer.errors import InputError
+from scorer.registry import build_registry
+
+DEFAULT_NODES = (100, 500, 1000, 5000, 15000, 50000)
+DEFAULT_PODS = 1000
+DEFAULT_OUT = "bench-results"
+E2E_MAX_NODES = 5000  # the end-to-end sweep's default ceiling (a control plane on this machine)
+KUBE_SCHEDULER_VERSION = "v1.20.2"
+SCHEDULERS = ("scorer", "kube-scheduler")
+
+Print = Callable[[str], None]
+
+
+@attrs.frozen(slots=True)
+class BenchOptions:
+    """The command line of ``scorer bench`` (``None``: not given)."""
+
+    workloads: str | None = None
+    nodes: list[int] | None = None
+    pods: int | None = None
+    config: str | None = None
+    cluster: str | None = None
+    scale: int | None = None
+    e2e: bool = False
+    out: str = DEFAULT_OUT
+    compare: str | None = None
+    seed: int = 0
+    only: list[str] | None = None
+    percentages: list[int] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    qps: float = 5000.0
+    burst: int = 5000
+
+
+@attrs.frozen(slots=True)
+class Job:
+    """One point to run: where its Setup comes from, what to measure, with which profile."""
+
+    source: SetupSource
+    spec: PointSpec
+    profile: str
+    config_path: str | None
+
+
+def add_arguments(parser: Any) -> None:
+    """The options of ``scorer bench`` on an argparse parser (``parse_list`` checks the lists)."""
+    parser.add_argument("--workloads", metavar="FILE",
+                        help="workloads file (default: the shipped one, bench/workloads.yaml in the repository)")
+    parser.add_argument("--only", metavar="NAMES", help="comma-separated workload names to run (default: all)")
+    parser.add_argument("--nodes", metavar="LIST",
+                        help="comma-separated node counts, for every workload (default: each workload's own, "
+                             f"else {','.join(map(str, DEFAULT_NODES))})")
+    parser.add_argument("--pods", type=int, metavar="N",
+                        help=f"pods to schedule per point (default {DEFAULT_PODS}, fewer where a workload caps "
+                             "them; with --cluster: the file's pending pods, topped up with copies of its pods)")
+    parser.add_argument("--percentages", metavar="LIST",
+                        help="comma-separated percentageOfNodesToScore values, 0 = adaptive (default: each "
+                             "workload's own; with --cluster, the configuration's)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="KubeSchedulerConfiguration: the profile of every workload whose profile is "
+                             "'default', or of --cluster")
+    parser.add_argument("--cluster", metavar="FILE",
+                        help="your cluster: kubectl get nodes,pods,namespaces,replicasets,services,"
+                             "poddisruptionbudgets -A -o yaml")
+    parser.add_argument("--scale", type=int, metavar="N", help="with --cluster: N copies of its nodes and pods")
+    parser.add_argument("--e2e", action="store_true",
+                        help="also run the workloads marked e2e end to end against a real kube-apiserver, with "
+                             f"scorer and kube-scheduler {KUBE_SCHEDULER_VERSION} (up to {E2E_MAX_NODES:,} nodes "
+                             "unless --nodes is given)")
+    parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                        help=f"where result.json and the PNG plots go (default ./{DEFAULT_OUT})")
+    parser.add_argument("--compare", metavar="BASELINE.json",
+                        help="a result.json of an earlier run: mark the changes beyond the run-to-run noise")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="random seed (tie breaks, metrics snapshot; default 0)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"seconds a point may take before it is reported as failed (default {DEFAULT_TIMEOUT:g})")
+
+
+def options_from_args(args: Any) -> BenchOptions:
+    """BenchOptions from parsed arguments; ``InputError`` for a list or number that is not valid."""
+    nodes = parse_list("--nodes", args.nodes, 1, MAX_NODES)
+    percentages = parse_list("--percentages", args.percentages, 0, 100)
+    only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only is not None else None
+    if only is not None and not only:
+        raise InputError("--only: expected comma-separated workload names, got nothing")
+    return BenchOptions(workloads=args.workloads, nodes=nodes, pods=args.pods, config=args.config,
+                        cluster=args.cluster, scale=args.scale, e2e=args.e2e, out=args.out, compare=args.compare,
+                        seed=args.seed, only=only, percentages=percentages, timeout=args.timeout)
+
+
+def parse_list(option: str, text: str | None, least: int, most: int) -> list[int] | None:
+    """``"100,500,1000"`` -> [100, 500, 1000] (thousands separators ``_`` allowed); None when not given."""
+    if text is None:
+        return None
+    values = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            value = int(item)
+        except ValueError:
+            raise InputError(f"{option}: expected comma-separated whole numbers, got {item!r}") from None
+        if not least <= value <= most:
+            raise InputError(f"{option}: {value} is out of range {least}..{most:,}")
+        values.append(value)
+    if not values:
+        raise InputError(f"{option}: expected at least one number")
+    return values
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def run_bench(options: BenchOptions, out: Print, err: Print) -> int:
+    """Plan, run, report; 0 (also when a point failed: it is reported). Bad input raises ``InputError``."""
+    _check_options(options)
+    baseline = report.read_result(options.compare) if options.compare is not None else None
+    if options.e2e:
+        reason = e2e.e2e_available()
+        if reason is not None:
+            raise InputError(f"--e2e: {reason}")
+    workloads = _selected_workloads(options)
+    jobs = plan_in_process(workloads, options)
+    e2e_jobs = plan_e2e(workloads, options) if options.e2e else []
+    points = _run(jobs, e2e_jobs, options, err)
+    result = collect(points, workloads, options)
+    result["fits"] = report.fit_slopes(points)
+    result["summary"] = report.summary(result)
+    if baseline is not None:
+        result["compare"] = report.compare(result, baseline)
+    out(report.render_table(result))
+    if result["compare"] is not None:
+        out("")
+        out(report.render_compare(result["compare"]))
+    out("")
+    for line in result["summary"]:
+        out(line)
+    written = report.write_result(result, options.out)
+    out(f"\nwritten {written}")
+    try:
+        for path in plots.write_plots(result, options.out):
+            out(f"written {path}")
+    except plots.PlotsUnavailable as exc:
+        err(f"note: {exc}")
+    return 0
+
+
+def _check_options(options: BenchOptions) -> None:
+    if options.scale is not None and options.cluster is None:
+        raise InputError("--scale: only with --cluster FILE (it multiplies that cluster)")
+    if options.scale is not None and options.scale < 1:
+        raise InputError(f"--scale: expected a whole number of at least 1, got {options.scale}")
+    if options.pods is not None and options.pods < (0 if options.cluster else 1):
+        raise InputError(f"--pods: expected a whole number of at least 1, got {options.pods}")
+    if options.timeout <= 0:
+        raise InputError(f"--timeout: expected seconds above 0, got {options.timeout:g}")
+    if options.cluster is not None and options.workloads is not None:
+        raise InputError("--cluster and --workloads: one or the other (the cluster file is the workload)")
+    if options.cluster is not None and not os.path.isfile(options.cluster):
+        raise InputError(f"--cluster: {options.cluster}: no such file")
+    if options.config is not None:  # a bad configuration stops the run before it starts, naming the field
+        load_and_resolve(options.config, build_registry().catalog())
+
+
+def _selected_workloads(options: BenchOptions) -> list[Workload]:
+    """The workloads to run: ``--cluster``'s one, else the file's (``--only``), ``--config`` applied."""
+    if options.cluster is not None:
+        name = Path(options.cluster).name.split(".")[0] or "cluster"
+        return [Workload(name=name, shape="plain", profile=options.config or "default",
+                         description=f"the cluster of {options.cluster}"
+                                     + (f" x {options.scale}" if options.scale and options.scale > 1 else ""))]
+    workloads = load_workloads(options.workloads)
+    if options.only is not None:
+        known = {w.name for w in workloads}
+        unknown = [name for name in options.only if name not in known]
+        if unknown:
+            raise InputError(f"--only: no workload named {', '.join(unknown)} in "
+                             f"{options.workloads or DEFAULT_WORKLOADS}; there are {', '.join(sorted(known))}")
+        workloads = [w for w in workloads if w.name in options.only]
+    if options.config is not None:
+        workloads = [attrs.evolve(w, profile=options.config) if w.profile == "default" else w for w in workloads]
+    return workloads
+
+
+def plan_in_process(workloads: list[Workload], options: BenchOptions) -> list[Job]:
+    """One job per workload, node count and percentage (node counts ascending: the small ones first)."""
+    if options.cluster is not None:
+        return _cluster_jobs(workloads[0], options)
+    jobs = []
+    for workload in workloads:
+        sweep = options.nodes if options.nodes is not None else workload.sweep(list(DEFAULT_NODES))
+        pods = workload.measured_pods(options.pods if options.pods is not None else DEFAULT_PODS)
+        for nodes in sorted(set(sweep)):
+            for percentage in options.percentages or workload.percentages:
+                jobs.append(Job(SetupSource(workload=workload), PointSpec(workload.name, nodes, pods, percentage),
+                                workload.profile, workload.config_file()))
+    return jobs
+
+
+def _cluster_jobs(workload: Workload, options: BenchOptions) -> list[Job]:
+    source = SetupSource(cluster_file=options.cluster, scale=options.scale or 1,
+                         scheduler_name=scheduler_name(workload))
+    percentages = options.percentages or [_configured_percentage(options.config)]
+    # nodes 0: the file decides (the point reports the count it ran with); pods 0: the file's pending pods
+    return [Job(source, PointSpec(workload.name, 0, options.pods or 0, percentage), workload.profile, options.config)
+            for percentage in percentages]
+
+
+def _configured_percentage(config: str | None) -> int:
+    if config is None:
+        return ADAPTIVE
+    loaded, _resolved = load_and_resolve(config, build_registry().catalog())
+    return int(loaded.percentage_of_nodes_to_score or ADAPTIVE)
+
+
+def plan_e2e(workloads: list[Workload], options: BenchOptions) -> list[Job]:
+    """Each e2e workload (``--cluster``: the cluster) at the sweep's sizes up to ``E2E_MAX_NODES`` (all of
+    ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating. The
+    ``metrics`` profile stays in process: its generated snapshot has no end-to-end counterpart."""
+    jobs = []
+    for job in plan_in_process(workloads, options):
+        workload = job.source.workload
+        if job.spec.percentage != ADAPTIVE or job.profile == "metrics" or (workload is not None and not workload.e2e):
+            continue
+        if options.nodes is None and options.cluster is None and job.spec.nodes > E2E_MAX_NODES:
+            continue
+        for scheduler in SCHEDULERS:
+            jobs.append(attrs.evolve(job, spec=attrs.evolve(job.spec, mode="e2e", scheduler=scheduler)))
+    return jobs
+
+
+def _label(job: Job) -> str:
+    spec = job.spec
+    where = f"{spec.nodes:,} nodes" if spec.nodes else "the file's nodes"
+    pct = "adaptive" if spec.percentage == ADAPTIVE else f"{spec.percentage}%"
+    who = "" if spec.mode == "in-process" else f", e2e {spec.scheduler}"
+    return f"{spec.workload}: {where}, {pct}{who}"
+
+
+def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, err: Print) -> list[dict[str, Any]]:
+    """Every point in order under the progress bar; a failed one is noted as it happens (and in the table)."""
+    progress = Progress(len(jobs) + len(e2e_jobs))
+    points = []
+    for job in (*jobs, *e2e_jobs):
+        progress.step(_label(job))
+        if job.spec.mode == "e2e":
+            point = _run_e2e(job, options)
+        else:
+            point = run_point_isolated(job.source, job.spec, config_path=job.config_path, profile=job.profile,
+                                       seed=options.seed, timeout=options.timeout)
+        if point.get("error"):
+            progress.note(f"warning: {_point_name(point)} failed: {point['error']}")
+        points.append(point)
+    progress.done()
+    ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
+    if options.cluster is not None and ignored:
+        counts = ", ".join(f"{count} {kind}" for kind, count in ignored.items())
+        err(f"note: {options.cluster}: ignored what the bench does not use: {counts}")
+    return points
+
+
+def _run_e2e(job: Job, options: BenchOptions) -> dict[str, Any]:
+    setup = job.source.build(job.spec, options.seed)
+    return e2e.run_e2e_point(setup, job.spec, config_path=job.config_path, qps=options.qps, burst=options.burst,
+                             timeout=options.timeout)
+
+
+def _point_name(point: dict[str, Any]) -> str:
+    where = f"{point['nodes']:,} nodes" if point["nodes"] else "the file's nodes"
+    return f"{point['workload']} at {where} ({point['mode']}, {point['scheduler']})"
+
+
+# -- the result -------------------------------------------------------------------------------
+
+
+def collect(points: list[dict[str, Any]], workloads: list[Workload], options: BenchOptions) -> dict[str, Any]:
+    """The result dict of ``scorer.bench.spec`` (fits, summary and compare filled in by the caller)."""
+    return {
+        "format": report.FORMAT,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "scorer_version": __version__,
+        "machine": machine(),
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "kube_scheduler": KUBE_SCHEDULER_VERSION if options.e2e else None,
+                     "plugins": plugin_distributions()},
+        "config": {
+            "workloads_file": None if options.cluster else str(options.workloads or DEFAULT_WORKLOADS),
+            "workloads": [w.as_dict() for w in workloads],
+            "nodes": options.nodes or list(DEFAULT_NODES), "pods": options.pods or DEFAULT_PODS,
+            "percentages": options.percentages, "config_file": options.config,
+            "cluster_file": options.cluster, "scale": options.scale, "e2e": options.e2e, "seed": options.seed,
+        },
+        "points": points,
+        "fits": [],
+        "summary": [],
+        "compare": None,
+    }
+
+
+def plugin_distributions() -> dict[str, str]:
+    """The installed plugin distributions other than scorer itself, with their versions (a profile may use them)."""
+    plugins = build_registry().plugins.values()
+    return {info.source: info.version for info in sorted(plugins, key=lambda i: i.source) if info.source != "scorer"}
+
+
+def machine() -> dict[str, Any]:
+    """CPUs, CPU model, memory and platform of this machine (``null`` where /proc does not say)."""
+    return {"cpus": os.cpu_count(), "cpu_model": _proc_field("/proc/cpuinfo", "model name"),
+            "memory_mb": _memory_mb(), "platform": platform.platform()}
+
+
+def _proc_field(path: str, name: str) -> str | None:
+    try:
+        with open(path) as text:
+            for line in text:
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def _memory_mb() -> int | None:
+    total = _proc_field("/proc/meminfo", "MemTotal")  # "24684424 kB"
+    try:
+        return int(total.split()[0]) // 1024 if total else None
+    except ValueError:
+        return None
