@@ -87,6 +87,7 @@ from scorer.config.source import read_file
 from scorer.config.types import KIND, V1, V1BETA1, ResolvedProfile
 from scorer.errors import ScorerError
 from scorer.framework.catalog import PluginInfo
+from scorer.registry import build_registry
 
 DEFAULT_SCHEDULER = "default-scheduler"
 ALGORITHM = "scheduler_scheduling_algorithm_duration_seconds"
@@ -223,8 +224,6 @@ DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 
 
 def catalog() -> Mapping[str, PluginInfo]:
     """The installed plugins (built in and pip-installed), as ``scorer run`` sees them."""
-    from scorer.registry import build_registry  # only needed for a user's file: not imported otherwise
-
     return build_registry().catalog()
 
 
