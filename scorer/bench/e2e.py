@@ -80,6 +80,7 @@ from scorer.bench.controlplane import (
     kube_binaries,
     tmpfs_dir,
 )
+from scorer.bench.runner import histogram_quantile
 from scorer.bench.spec import ADAPTIVE, PointSpec, Setup
 from scorer.config.convert import unstructure
 from scorer.config.load import load_and_resolve
@@ -693,23 +694,6 @@ def log_tail(path: Path, lines: int = 5) -> str:
 
 
 # --- metrics -------------------------------------------------------------------------------------------
-
-
-def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
-    """Prometheus' histogram_quantile over cumulative (upper bound, count) buckets sorted by bound."""
-    if not buckets or buckets[-1][1] <= 0:
-        return None
-    rank = q * buckets[-1][1]
-    lower, below = 0.0, 0.0
-    for upper, count in buckets:
-        if count >= rank:
-            if upper == float("inf"):
-                return lower  # the upper bound of the highest finite bucket
-            if count == below:
-                return upper
-            return lower + (upper - lower) * (rank - below) / (count - below)
-        lower, below = upper, count
-    return lower
 
 
 @attrs.define(slots=True)
