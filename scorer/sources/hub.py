@@ -43,7 +43,9 @@ class InFlightTracker:
     """Pods placed recently, by pod key: assumed pods are added, forgotten ones removed, old ones pruned.
 
     ``columns(table)`` gives the entries as aligned arrays (node row,
-    placement time, pod), so readers test them in one vectorized step.
+    placement time, pod), so readers test them in one vectorized step;
+    ``epoch`` changes whenever they are rebuilt rather than appended to, so a
+    reader that keeps per-node sums adds only the entries past those it saw.
     """
 
     PRUNE_EVERY = 1.0  # seconds between scans for entries past their ttl
@@ -57,6 +59,7 @@ class InFlightTracker:
         # columns), or any other change (the columns are rebuilt).
         self._added: list[InFlightPod] = []
         self._changed = False
+        self.epoch = 0
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
@@ -89,6 +92,7 @@ class InFlightTracker:
         key = (id(table), table.layout_version)
         if self._changed or self._columns_key != key:
             self._columns = self._build(list(self.entries.values()), table)
+            self.epoch += 1
         elif self._added:
             rows, times, pods = self._columns
             new_rows, new_times, new_pods = self._build(self._added, table)

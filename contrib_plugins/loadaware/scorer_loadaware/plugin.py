@@ -46,6 +46,7 @@ so no prediction overflows; raw scores are capped at ``MAX_RAW_SCORE``.
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
@@ -251,6 +252,8 @@ class LoadAware:
         self.total_weight = sum(weight for _, weight in self.scored)
         self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
         self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
+        # One callable per resource, the same every cycle: the readers keep its in-flight sums by node.
+        self.estimators = {resource: functools.partial(self.estimate, resource=resource) for resource in RESOURCES}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """What can lower a rejected node's prediction: a new node, more allocatable (in-flight load is
@@ -309,9 +312,7 @@ class LoadAware:
 
     def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
         """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
-        pods = reading.in_flight_pods
-        requests = np.fromiter(map(NON_ZERO_REQUEST[resource], pods), dtype=np.float64, count=len(pods))
-        load = reading.in_flight_sum(requests * self.args.estimator.of(resource))
+        load = reading.in_flight_load(self.estimators[resource])
         if pod is not None:
             load += self.estimate(pod, resource)
         allocatable = nodes.allocatable(resource).astype(np.float64)

@@ -228,7 +228,7 @@ class NetworkTraffic:
                 per_pod = float((fresh / scale).sum() / (nodes.requested("pods")[usable].sum() + len(fresh)))
             else:
                 per_pod = 0.0
-            traffic = reading.values / scale + reading.in_flight_sum(np.full(len(reading.in_flight_pods), per_pod))
+            traffic = reading.values / scale + reading.in_flight_each(per_pod)
         return traffic, scale
 
 

@@ -1,6 +1,6 @@
 """MetricReader: one plugin's view of one source, under the plugin's data policy.
 
-Per scheduling cycle a plugin calls ``reader.read(nodes)`` once and gets a
+Per scheduling cycle a plugin calls ``reader.read(nodes)`` and gets a
 ``Reading``: the value, its age and its state for every node of the batch,
 plus the pods placed on those nodes since their last sample (in-flight).
 
@@ -19,13 +19,21 @@ Policy (``onMissing``) for nodes that are not fresh: ``neutral`` scores 50,
 it 0 if the profile enables the plugin at Score only). Two cases fail open to
 neutral whatever the policy says, so a metrics outage never blocks the
 whole cluster: the source is warming up, or no node at all has fresh data.
+
+Reading costs O(batch) numpy work and no Python loop over nodes or pods: a
+source's values only change when it refreshes, and one placement adds one
+in-flight pod, so the reader keeps, per node table, the values, sample
+times and states by row (rebuilt when the source's data or the table's rows
+change, and the states when a fresh value turns stale) and the in-flight
+pods' count and per-pod sums by row (``Reading.in_flight_load``), updated
+with the placements made since the last read and rebuilt when an entry goes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import attrs
 import numpy as np
 
 from scorer.errors import PluginError
@@ -34,6 +42,7 @@ from scorer.framework.runtime import Handle
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.model import Pod
 from scorer.sources.args import DataPolicyArgs, SourceArgs
+from scorer.sources.data import SourceData
 from scorer.sources.hub import SourceHub
 from scorer.sources.source import MetricsSource
 from scorer.sources.telemetry import STATES
@@ -47,6 +56,13 @@ NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
 # With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
 # at Score only, the node gets the lowest score instead.
 POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NODE_SCORE, "filter": MIN_NODE_SCORE}
+
+#: A per-pod quantity summed over the in-flight pods of each node (``Reading.in_flight_load``).
+PodQuantity = Callable[[Pod], float]
+
+_NO_ENTRIES = np.zeros(0, dtype=np.int64)
+#: Node tables a reader keeps rows for: the scheduler's, and the scratch copies nominated pods use.
+_TABLES_KEPT = 4
 
 
 def finite(values: np.ndarray) -> np.ndarray:
@@ -65,28 +81,167 @@ def source_hub(handle: Handle) -> SourceHub:
     return handle.sources
 
 
-@attrs.frozen(slots=True)
-class Reading:
-    """What one plugin sees of one metric for the nodes of a batch (arrays in batch order)."""
+class _InFlight:
+    """The in-flight pods one reader counts on one table, by row, as of ``seen`` tracker entries.
 
-    values: np.ndarray  # float64, NaN where the node has no value
-    ages: np.ndarray  # float64 seconds since the sample, NaN where no value
-    state: np.ndarray  # int8, one of FRESH, STALE, MISSING, WARMING_UP
-    in_flight_positions: np.ndarray  # int64 batch positions, one per in-flight pod
-    in_flight_pods: tuple[Pod, ...]
-    fail_open: bool  # policy overridden to neutral: warming up, or no node has fresh data
-    now: float
+    Never changed once a Reading holds it, except that ``sums`` gains a quantity the first time a
+    plugin asks for it: the reader makes a new one for new placements (copying the arrays)."""
+
+    __slots__ = ("epoch", "entry_rows", "pods", "kept", "counts", "sums")
+
+    def __init__(self, epoch: int, entry_rows: np.ndarray, pods: tuple[Pod, ...], kept: np.ndarray,
+                 counts: np.ndarray, sums: dict[PodQuantity, np.ndarray]) -> None:
+        self.epoch = epoch
+        self.entry_rows = entry_rows  # row per tracker entry (-1: a node not in the table)
+        self.pods = pods  # per tracker entry
+        self.kept = kept  # bool per tracker entry: counted (on a node of the table, not yet sampled)
+        self.counts = counts  # int64 per table row
+        self.sums = sums  # per quantity, float64 per table row (may hold inf: saturated when read)
+
+    @property
+    def seen(self) -> int:
+        return len(self.entry_rows)
+
+    def sum_of(self, quantity: PodQuantity, rows: int) -> np.ndarray:
+        """Per table row, ``quantity`` summed over the kept entries, in entry order."""
+        sums = self.sums.get(quantity)
+        if sums is None:
+            sums = self.sums[quantity] = _sum_rows(self.entry_rows, self.pods, self.kept, quantity, rows)
+        return sums
+
+
+def _sum_rows(entry_rows: np.ndarray, pods: tuple[Pod, ...], kept: np.ndarray, quantity: PodQuantity,
+              rows: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``out`` (zeros if None) plus ``quantity`` of each kept entry's pod at its row, added in entry
+    order (the order the whole sum would take: the same float result)."""
+    out = np.zeros(rows, dtype=np.float64) if out is None else out
+    chosen = np.flatnonzero(kept)
+    if len(chosen):
+        per_pod = np.fromiter((quantity(pods[i]) for i in chosen.tolist()), dtype=np.float64, count=len(chosen))
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.at(out, entry_rows[chosen], per_pod)
+    return out
+
+
+class _Rows:
+    """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
+
+    __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "state_at",
+                 "oldest_fresh", "in_flight")
+
+    def __init__(self, table: Any, data: SourceData) -> None:
+        self.table = table
+        self.layout = table.layout_version
+        self.generation = data.generation
+        n = len(table.names)
+        values = np.full(n, np.nan)
+        times = np.full(n, np.nan)
+        newest = -np.inf
+        for row, name in enumerate(table.names):
+            v = data.values.get(name)
+            if v is not None:
+                values[row] = v
+                times[row] = t = data.sample_times[name]
+                if t > newest:
+                    newest = t
+        self.values, self.times, self.newest = values, times, newest
+        self.state = np.zeros(0, dtype=np.int8)
+        self.usable = np.zeros(0, dtype=bool)
+        self.state_at = np.inf  # when ``state`` was computed (inf: never)
+        self.oldest_fresh = np.nan  # the oldest sample time of a fresh node (NaN: none)
+        self.in_flight: _InFlight | None = None
+
+    def states(self, now: float, max_age: float) -> tuple[np.ndarray, np.ndarray]:
+        """(state, usable) per row at ``now``. Ages only grow, so they are recomputed only when the
+        clock went back or the oldest fresh value has aged past ``max_age`` (the same float test)."""
+        oldest = self.oldest_fresh
+        if not (self.state_at <= now and (oldest != oldest or now - oldest <= max_age)):  # NaN: no fresh node
+            with np.errstate(invalid="ignore"):
+                ages = np.maximum(now - self.times, 0.0)
+                state = np.full(len(self.values), FRESH, dtype=np.int8)
+                missing = np.isnan(self.values)
+                state[missing] = MISSING
+                state[~missing & (ages > max_age)] = STALE
+            self.state, self.usable, self.state_at = state, state == FRESH, now
+            fresh_times = self.times[self.usable]
+            self.oldest_fresh = float(fresh_times.min()) if len(fresh_times) else np.nan
+        return self.state, self.usable
+
+
+class Reading:
+    """What one plugin sees of one metric for the nodes of a batch (arrays in batch order).
+
+    ``values`` (float64, NaN where the node has no value) and ``state`` (int8: FRESH, STALE,
+    MISSING or WARMING_UP) are given; ages, the usable mask and the in-flight pods are worked
+    out when asked for."""
+
+    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_times", "_usable", "_in_flight", "_positions")
+
+    def __init__(self, values: np.ndarray, state: np.ndarray, fail_open: bool, now: float, rows: np.ndarray,
+                 times_by_row: np.ndarray, usable: np.ndarray | None, in_flight: _InFlight | None) -> None:
+        self.values = values
+        self.state = state
+        self.fail_open = fail_open  # policy overridden to neutral: warming up, or no node has fresh data
+        self.now = now
+        self._rows = rows
+        self._times = times_by_row
+        self._usable = usable
+        self._in_flight = in_flight
+        self._positions: np.ndarray | None = None
+
+    @property
+    def ages(self) -> np.ndarray:
+        """float64 seconds since the sample, NaN where no value."""
+        with np.errstate(invalid="ignore"):
+            return np.maximum(self.now - self._times[self._rows], 0.0)
 
     @property
     def usable(self) -> np.ndarray:
-        return self.state == FRESH
+        if self._usable is None:
+            self._usable = self.state == FRESH
+        return self._usable
 
     def in_flight_counts(self) -> np.ndarray:
-        return np.bincount(self.in_flight_positions, minlength=len(self.values)).astype(np.int64)
+        """int64 per node: the in-flight pods counted on it."""
+        if self._in_flight is None:
+            return np.zeros(len(self.values), dtype=np.int64)
+        return self._in_flight.counts[self._rows]
+
+    def in_flight_load(self, quantity: PodQuantity) -> np.ndarray:
+        """Per node, ``quantity(pod)`` summed over its in-flight pods, saturated at the largest float.
+        Pass the same callable every cycle: the sums by row are kept per callable and updated with
+        each placement, instead of summed over every in-flight pod each time."""
+        if self._in_flight is None:
+            return np.zeros(len(self.values), dtype=np.float64)
+        return finite(self._in_flight.sum_of(quantity, len(self._times))[self._rows])
+
+    def in_flight_each(self, per_pod: float) -> np.ndarray:
+        """Per node, ``per_pod`` added once per in-flight pod (as ``in_flight_sum`` of that value for
+        every pod adds it: the same floats), saturated at the largest float."""
+        counts = self.in_flight_counts()
+        out = np.zeros(len(counts), dtype=np.float64)
+        top = int(counts.max()) if len(counts) else 0
+        if top:
+            with np.errstate(over="ignore", invalid="ignore"):
+                running = np.add.accumulate(np.concatenate(([0.0], np.full(top, per_pod))))
+            out = finite(running[counts])
+        return out
+
+    # -- the in-flight pods one by one (explain, tests) ------------------------------------
+    @property
+    def in_flight_positions(self) -> np.ndarray:
+        """int64 batch positions, one per in-flight pod on a node of the batch (entry order)."""
+        return self._entries()[1]
+
+    @property
+    def in_flight_pods(self) -> tuple[Pod, ...]:
+        chosen, _ = self._entries()
+        pods = self._in_flight.pods if self._in_flight is not None else ()
+        return tuple(pods[i] for i in chosen.tolist())
 
     def in_flight_sum(self, per_pod: np.ndarray) -> np.ndarray:
-        """Per node, the sum of ``per_pod`` (one value per in-flight pod), saturated at the largest
-        float: huge estimates never become inf or NaN, nor raise numpy warnings."""
+        """Per node, the sum of ``per_pod`` (one value per pod of ``in_flight_pods``), saturated at
+        the largest float: huge estimates never become inf or NaN, nor raise numpy warnings."""
         out = np.zeros(len(self.values), dtype=np.float64)
         if len(per_pod):
             with np.errstate(over="ignore", invalid="ignore"):
@@ -94,9 +249,21 @@ class Reading:
             out = finite(out)
         return out
 
+    def _entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """(tracker entry indices, batch positions) of the in-flight pods on nodes of the batch."""
+        flight = self._in_flight
+        if flight is None:
+            return _NO_ENTRIES, _NO_ENTRIES
+        position_of_row = np.full(len(self._times) + 1, -1, dtype=np.int64)  # last slot: unknown node
+        position_of_row[self._rows] = np.arange(len(self._rows))
+        positions = position_of_row[flight.entry_rows]
+        chosen = np.flatnonzero(flight.kept & (positions >= 0))
+        return chosen, positions[chosen]
+
 
 class MetricReader:
-    """Reads ``source`` for ``plugin`` under ``policy``; cached per source generation and node layout."""
+    """Reads ``source`` for ``plugin`` under ``policy``; what it derives by row is kept per node
+    table until the source's data or the table's rows change."""
 
     def __init__(self, hub: SourceHub, plugin: str, metric: str, source: MetricsSource, policy: DataPolicyArgs,
                  source_args: SourceArgs) -> None:
@@ -108,84 +275,76 @@ class MetricReader:
         self.max_age = policy.max_age_seconds(source_args)
         self.settle = policy.in_flight.settle_time.total_seconds()
         self.ttl = policy.in_flight.ttl.total_seconds()
-        self._key: tuple[int, int, int] | None = None
-        self._values_by_row = np.zeros(0)
-        self._times_by_row = np.zeros(0)
-        self._newest = -np.inf  # the newest sample time of any node (-inf: none)
+        self._tables: dict[int, _Rows] = {}  # by id(table), least recently read first
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
         flight = f"in-flight settle {self.settle:g}s" if self.policy.in_flight.enabled else "in-flight off"
         return f"maxAge {self.max_age:g}s, onMissing {self.policy.on_missing}, {flight}"
 
-    def _columns(self, table: Any) -> tuple[np.ndarray, np.ndarray]:
-        data = self.source.data
-        key = (id(table), table.layout_version, data.generation)
-        if key != self._key:
-            n = len(table.names)
-            values = np.full(n, np.nan)
-            times = np.full(n, np.nan)
-            newest = -np.inf
-            for row, name in enumerate(table.names):
-                v = data.values.get(name)
-                if v is not None:
-                    values[row] = v
-                    times[row] = t = data.sample_times[name]
-                    if t > newest:
-                        newest = t
-            self._values_by_row, self._times_by_row, self._newest, self._key = values, times, newest, key
-        return self._values_by_row, self._times_by_row
+    def _rows(self, table: Any, data: SourceData) -> _Rows:
+        rows = self._tables.pop(id(table), None)
+        if rows is None or rows.table is not table or rows.layout != table.layout_version \
+                or rows.generation != data.generation:
+            rows = _Rows(table, data)
+        self._tables[id(table)] = rows
+        if len(self._tables) > _TABLES_KEPT:
+            del self._tables[next(iter(self._tables))]
+        return rows
 
     def read(self, nodes: NodeBatch, now: float | None = None) -> Reading:
         now = self.hub.clock() if now is None else now
         table = nodes.table
         rows = nodes.rows
-        values_by_row, times_by_row = self._columns(table)
-        values = values_by_row[rows]
-        times = times_by_row[rows]
-        with np.errstate(invalid="ignore"):
-            ages = np.maximum(now - times, 0.0)
-        state = np.full(len(rows), FRESH, dtype=np.int8)
-        missing = np.isnan(values)
-        state[missing] = MISSING
-        with np.errstate(invalid="ignore"):
-            state[~missing & (ages > self.max_age)] = STALE
-        warming = self.source.data.warming_up
-        if warming:
-            state[:] = WARMING_UP
-            fail_open = True
+        data = self.source.data
+        by_row = self._rows(table, data)
+        values = by_row.values[rows]
+        usable: np.ndarray | None
+        if data.warming_up:
+            state, usable, fail_open = np.full(len(rows), WARMING_UP, dtype=np.int8), None, True
         else:
-            fail_open = not now - self._newest <= self.max_age  # no node has fresh data
-        positions, pods = self._in_flight(table, rows, times_by_row, now)
-        return Reading(values, ages, state, positions, pods, fail_open, now)
+            state_by_row, usable_by_row = by_row.states(now, self.max_age)
+            state, usable = state_by_row[rows], usable_by_row[rows]
+            fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
+        return Reading(values, state, fail_open, now, rows, by_row.times, usable,
+                       self._in_flight(by_row, now))
 
-    def _in_flight(self, table: Any, rows: np.ndarray, times_by_row: np.ndarray, now: float
-                   ) -> tuple[np.ndarray, tuple[Pod, ...]]:
+    def _in_flight(self, by_row: _Rows, now: float) -> _InFlight | None:
+        """The in-flight pods by row, brought up to date with the tracker (None: none are counted)."""
         tracker = self.hub.in_flight
         if not self.policy.in_flight.enabled or not tracker.entries:
-            return np.zeros(0, dtype=np.int64), ()
+            return None
         tracker.prune(now, self.ttl)
-        entry_rows, placed_at, pods = tracker.columns(table)
-        if not len(entry_rows):
-            return np.zeros(0, dtype=np.int64), ()
-        position_of_row = np.full(len(table.names) + 1, -1, dtype=np.int64)  # last slot: unknown node
-        position_of_row[rows] = np.arange(len(rows))
-        positions = position_of_row[entry_rows]
-        sampled = times_by_row[np.maximum(entry_rows, 0)] if len(times_by_row) else np.full(len(entry_rows), np.nan)
+        entry_rows, placed_at, pods = tracker.columns(by_row.table)
+        flight = by_row.in_flight
+        if flight is not None and flight.epoch == tracker.epoch and flight.seen == len(entry_rows):
+            return flight
+        n = len(by_row.times)
+        bases: dict[PodQuantity, np.ndarray | None]
+        if flight is None or flight.epoch != tracker.epoch:  # entries went, or the columns were rebuilt
+            start, counts, kept_before = 0, np.zeros(n, dtype=np.int64), np.zeros(0, dtype=bool)
+            bases = dict.fromkeys(flight.sums if flight is not None else (), None)
+        else:  # placements appended since the last read: the arrays are copied, Readings hold the old ones
+            start, counts, kept_before = flight.seen, flight.counts.copy(), flight.kept
+            bases = {quantity: sums.copy() for quantity, sums in flight.sums.items()}
+        new_rows = entry_rows[start:]
+        sampled = by_row.times[np.maximum(new_rows, 0)] if n else np.full(len(new_rows), np.nan)
         # Counted until a sample taken ``settle`` seconds after the placement arrives.
         with np.errstate(invalid="ignore"):
-            keep = (positions >= 0) & (np.isnan(sampled) | (sampled < placed_at + self.settle))
-        if keep.all():  # the common case: every placement is still unseen, on a node of the batch
-            return positions, pods
-        chosen = np.flatnonzero(keep)
-        return positions[chosen], tuple(pods[i] for i in chosen.tolist())
+            kept = (new_rows >= 0) & (np.isnan(sampled) | (sampled < placed_at[start:] + self.settle))
+        np.add.at(counts, new_rows[kept], 1)
+        new_pods = pods[start:]
+        sums = {quantity: _sum_rows(new_rows, new_pods, kept, quantity, n, base) for quantity, base in bases.items()}
+        by_row.in_flight = flight = _InFlight(tracker.epoch, entry_rows, pods, np.concatenate((kept_before, kept)),
+                                              counts, sums)
+        return flight
 
     # -- policy ------------------------------------------------------------------
     def apply_policy(self, scores: np.ndarray, reading: Reading) -> np.ndarray:
         """Scores in [0, 100] for fresh nodes; the policy's score for the others."""
-        bad = reading.state != FRESH
-        if not bad.any():
+        if reading.usable.all():
             return scores
+        bad = ~reading.usable
         policy = "neutral" if reading.fail_open else self.policy.on_missing
         out = np.where(bad, POLICY_SCORES[policy], scores).astype(np.int64)
         self._count(reading, bad, policy)
@@ -213,11 +372,12 @@ class MetricReader:
         """Per node: value, age, state, in-flight pods, policy (JSON-ready)."""
         reading = self.read(nodes, now)
         counts = reading.in_flight_counts()
+        ages = reading.ages
         names = nodes.names
         out: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):
             value = float(reading.values[i])
-            age = float(reading.ages[i])
+            age = float(ages[i])
             state = STATE_NAMES[int(reading.state[i])]
             out[name] = {
                 "plugin": self.plugin,
