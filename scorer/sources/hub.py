@@ -42,10 +42,11 @@ class InFlightPod:
 class InFlightTracker:
     """Pods placed recently, by pod key: assumed pods are added, forgotten ones removed, old ones pruned.
 
-    ``columns(table)`` gives the entries as aligned arrays (node row,
-    placement time, pod), so readers test them in one vectorized step;
-    ``epoch`` changes whenever they are rebuilt rather than appended to, so a
-    reader that keeps per-node sums adds only the entries past those it saw.
+    ``columns(table)`` gives the entries as aligned columns (node row,
+    placement time, pod), so readers test them in one vectorized step. New
+    placements are appended in place (amortized O(1) each); any other change
+    rebuilds the columns and bumps ``epoch``, so a reader that keeps per-node
+    sums adds only the entries past those it saw while the epoch is the same.
     """
 
     PRUNE_EVERY = 1.0  # seconds between scans for entries past their ttl
@@ -54,7 +55,11 @@ class InFlightTracker:
         self.entries: dict[str, InFlightPod] = {}
         self._pruned_at = float("-inf")
         self._columns_key: tuple[int, int] | None = None  # the table the columns were built for
-        self._columns: tuple[np.ndarray, np.ndarray, tuple[Pod, ...]] = (np.zeros(0, dtype=np.int64), np.zeros(0), ())
+        # The columns: the first ``_size`` items are the entries; arrays grow by doubling.
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._times = np.zeros(0, dtype=np.float64)
+        self._pods: list[Pod] = []
+        self._size = 0
         # Since the columns were built: entries added at the end of ``entries`` (appended to the
         # columns), or any other change (the columns are rebuilt).
         self._added: list[InFlightPod] = []
@@ -85,27 +90,32 @@ class InFlightTracker:
         if old:
             self._changed = True
 
-    def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+    def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, Sequence[Pod]]:
         """(row in ``table`` or -1, placement time, pod) per entry, in the order of ``entries``; shared
-        by every reader. New placements are appended (one per scheduling cycle); the columns are
-        rebuilt when an entry is removed or replaced, or the table's rows change."""
+        by every reader. The arrays are views that later placements do not change; the pods are
+        indexed by entry (the sequence may hold later ones past the arrays' length)."""
         key = (id(table), table.layout_version)
         if self._changed or self._columns_key != key:
-            self._columns = self._build(list(self.entries.values()), table)
+            self._rows, self._times, self._pods, self._size = np.zeros(0, dtype=np.int64), np.zeros(0), [], 0
+            self._append(list(self.entries.values()), table)
             self.epoch += 1
         elif self._added:
-            rows, times, pods = self._columns
-            new_rows, new_times, new_pods = self._build(self._added, table)
-            self._columns = (np.concatenate((rows, new_rows)), np.concatenate((times, new_times)), pods + new_pods)
+            self._append(self._added, table)
         self._columns_key, self._added, self._changed = key, [], False
-        return self._columns
+        return self._rows[:self._size], self._times[:self._size], self._pods
 
-    @staticmethod
-    def _build(entries: list[InFlightPod], table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+    def _append(self, entries: list[InFlightPod], table: Any) -> None:
+        size, end = self._size, self._size + len(entries)
+        if end > len(self._rows):  # grow by doubling: earlier views keep the old arrays
+            capacity = max(2 * len(self._rows), end, 64)
+            rows, times = np.zeros(capacity, dtype=np.int64), np.zeros(capacity, dtype=np.float64)
+            rows[:size], times[:size] = self._rows[:size], self._times[:size]
+            self._rows, self._times = rows, times
         index = table.index
-        return (np.array([index.get(e.node, -1) for e in entries], dtype=np.int64),
-                np.array([e.placed_at for e in entries], dtype=np.float64),
-                tuple(e.pod for e in entries))
+        self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
+        self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
+        self._pods.extend(entry.pod for entry in entries)
+        self._size = end
 
 
 @attrs.frozen(slots=True)

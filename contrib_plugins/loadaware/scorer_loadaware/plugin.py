@@ -272,10 +272,8 @@ class LoadAware:
             reading = reader.read(nodes)
             reader.filter_unusable(reading, verdict)
             threshold = self.thresholds.get(resource)
-            if threshold:
-                usable = reading.usable
-                predicted = np.where(usable, self.predict(resource, reading, nodes, None), 0.0)
-                verdict.reject(usable & (predicted > threshold),
+            if threshold:  # nodes without a value (NaN) are never above it
+                verdict.reject(reading.usable & (self.predict(resource, reading, nodes, None) > threshold),
                                THRESHOLD_REASON.format(label=LABELS[resource], threshold=threshold),
                                Code.UNSCHEDULABLE)
         return verdict
@@ -288,22 +286,31 @@ class LoadAware:
             reading = reader.read(nodes)
             parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
-        usable = np.logical_and.reduce([p.reading.usable for p in parts])
-        mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
+        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: the mean is itself
+            usable, mean = parts[0].reading.usable, finite(parts[0].predicted)
+        else:
+            usable = np.logical_and.reduce([p.reading.usable for p in parts])
+            mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
         raw = np.floor(np.minimum(mean, MAX_RAW_SCORE) + 0.5)  # half up
         return np.where(usable, raw, NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        parts = _score_state(state).parts
+        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: its score
+            return self._resource_score(parts[0])
         total = np.zeros(len(scores), dtype=np.int64)
-        for part in _score_state(state).parts:
-            usable = part.reading.usable
-            predicted = np.where(usable, part.predicted, 0.0)
-            if self.args.strategy == LEAST_UTILIZED:
-                score = least_utilized(predicted)
-            else:
-                score = target_packing(predicted, self.args.target_utilization)
-            total += part.weight * part.reader.apply_policy(score, part.reading)
+        for part in parts:
+            total += part.weight * self._resource_score(part)
         return total // self.total_weight
+
+    def _resource_score(self, part: _Part) -> np.ndarray:
+        """The strategy's score of one resource, the data policy's score for nodes without fresh data."""
+        predicted = np.where(part.reading.usable, part.predicted, 0.0)
+        if self.args.strategy == LEAST_UTILIZED:
+            score = least_utilized(predicted)
+        else:
+            score = target_packing(predicted, self.args.target_utilization)
+        return part.reader.apply_policy(score, part.reading)
 
     # -- prediction ------------------------------------------------------------------
     def estimate(self, pod: Pod, resource: str) -> float:
@@ -315,11 +322,21 @@ class LoadAware:
         load = reading.in_flight_load(self.estimators[resource])
         if pod is not None:
             load += self.estimate(pod, resource)
-        allocatable = nodes.allocatable(resource).astype(np.float64)
+        column = nodes.table.resource_index.get(resource)
+        if column is None:
+            allocatable = np.zeros(len(nodes), dtype=np.float64)
+        else:
+            allocatable = nodes.resource_matrix("allocatable")[:, column].astype(np.float64)
         # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
         added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
-        measured = np.clip(reading.values, 0.0, 1.0)  # NaN (no value) stays NaN
-        return np.round((measured + added) * 100.0, _DECIMALS)
+        added += reading.transformed(_measured)
+        added *= 100.0
+        return np.round(added, _DECIMALS, out=added)
+
+
+def _measured(values: np.ndarray) -> np.ndarray:
+    """The metric as a fraction in [0, 1] (NaN, no value, stays NaN)."""
+    return np.clip(values, 0.0, 1.0)
 
 
 def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:

@@ -41,6 +41,7 @@ from scorer.sources import (
     template_errors,
 )
 from scorer.sources.query import BY, DEVICE, RANGE
+from scorer.state.nodetable import PODS
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
@@ -202,8 +203,9 @@ class NetworkTraffic:
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
         cap = MAX_RAW_SCORE / scale
-        raw = np.clip(finite(traffic), -cap, cap) * scale
-        return np.where(reading.usable, np.rint(raw), NO_DATA).astype(np.int64)
+        raw = np.minimum(np.maximum(finite(traffic), -cap), cap)
+        raw *= scale
+        return np.where(reading.usable, np.rint(raw, out=raw), NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         score_state = _score_state(state)
@@ -225,7 +227,8 @@ class NetworkTraffic:
             if configured is not None:
                 per_pod = configured / scale
             elif len(fresh):
-                per_pod = float((fresh / scale).sum() / (nodes.requested("pods")[usable].sum() + len(fresh)))
+                pods = nodes.resource_matrix("requested")[:, PODS][usable].sum()
+                per_pod = float((fresh / scale).sum() / (pods + len(fresh)))
             else:
                 per_pod = 0.0
             traffic = reading.values / scale + reading.in_flight_each(per_pod)
@@ -248,8 +251,10 @@ def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
     scale = _power_of_two_below(highest)
     with np.errstate(under="ignore"):
         values = values / scale
-    out[:] = MAX_NODE_SCORE - np.floor(values * MAX_NODE_SCORE / (highest / scale)).astype(np.int64)
-    return np.clip(out, 0, MAX_NODE_SCORE)
+    values *= MAX_NODE_SCORE
+    values /= highest / scale
+    out[:] = MAX_NODE_SCORE - np.floor(values, out=values).astype(np.int64)
+    return np.minimum(np.maximum(out, 0, out=out), MAX_NODE_SCORE, out=out)
 
 
 def _power_of_two_below(value: float) -> float:

@@ -31,9 +31,10 @@ with the placements made since the last read and rebuilt when an entry goes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from scorer.errors import PluginError
@@ -61,6 +62,8 @@ POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NOD
 PodQuantity = Callable[[Pod], float]
 
 _NO_ENTRIES = np.zeros(0, dtype=np.int64)
+#: New in-flight entries up to this many are added to a reader's sums one by one (cheaper than numpy).
+_ONE_BY_ONE = 8
 #: Node tables a reader keeps rows for: the scheduler's, and the scratch copies nominated pods use.
 _TABLES_KEPT = 4
 
@@ -82,52 +85,51 @@ def source_hub(handle: Handle) -> SourceHub:
 
 
 class _InFlight:
-    """The in-flight pods one reader counts on one table, by row, as of ``seen`` tracker entries.
+    """The in-flight pods one reader counts on one table, by row: updated in place with the tracker's
+    new entries while its epoch holds (``seen`` entries so far), replaced when it changes."""
 
-    Never changed once a Reading holds it, except that ``sums`` gains a quantity the first time a
-    plugin asks for it: the reader makes a new one for new placements (copying the arrays)."""
+    __slots__ = ("epoch", "seen", "counts", "sums")
 
-    __slots__ = ("epoch", "entry_rows", "pods", "kept", "counts", "sums")
-
-    def __init__(self, epoch: int, entry_rows: np.ndarray, pods: tuple[Pod, ...], kept: np.ndarray,
-                 counts: np.ndarray, sums: dict[PodQuantity, np.ndarray]) -> None:
+    def __init__(self, epoch: int, rows: int) -> None:
         self.epoch = epoch
-        self.entry_rows = entry_rows  # row per tracker entry (-1: a node not in the table)
-        self.pods = pods  # per tracker entry
-        self.kept = kept  # bool per tracker entry: counted (on a node of the table, not yet sampled)
-        self.counts = counts  # int64 per table row
-        self.sums = sums  # per quantity, float64 per table row (may hold inf: saturated when read)
-
-    @property
-    def seen(self) -> int:
-        return len(self.entry_rows)
-
-    def sum_of(self, quantity: PodQuantity, rows: int) -> np.ndarray:
-        """Per table row, ``quantity`` summed over the kept entries, in entry order."""
-        sums = self.sums.get(quantity)
-        if sums is None:
-            sums = self.sums[quantity] = _sum_rows(self.entry_rows, self.pods, self.kept, quantity, rows)
-        return sums
+        self.seen = 0
+        self.counts = np.zeros(rows, dtype=np.int64)
+        self.sums: dict[PodQuantity, np.ndarray] = {}  # float64 per row (may hold inf: saturated when read)
 
 
-def _sum_rows(entry_rows: np.ndarray, pods: tuple[Pod, ...], kept: np.ndarray, quantity: PodQuantity,
-              rows: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``out`` (zeros if None) plus ``quantity`` of each kept entry's pod at its row, added in entry
-    order (the order the whole sum would take: the same float result)."""
-    out = np.zeros(rows, dtype=np.float64) if out is None else out
-    chosen = np.flatnonzero(kept)
-    if len(chosen):
-        per_pod = np.fromiter((quantity(pods[i]) for i in chosen.tolist()), dtype=np.float64, count=len(chosen))
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.add.at(out, entry_rows[chosen], per_pod)
-    return out
+@attrs.frozen(slots=True)
+class _Entries:
+    """The tracker's first ``seen`` entries as a Reading saw them, and the reader's test of which count."""
+
+    rows: np.ndarray  # table row per entry (-1: a node not in the table)
+    placed_at: np.ndarray
+    pods: Sequence[Pod]  # indexed by entry (may hold later ones)
+    sampled: np.ndarray  # sample time per table row
+    settle: float
+
+    def kept(self) -> np.ndarray:
+        """Per entry: counted, on a node of the table whose last sample is older than the placement plus
+        ``settle`` (a sample taken ``settle`` seconds after it shows the pod's load)."""
+        sampled = self.sampled[np.maximum(self.rows, 0)] if len(self.sampled) else np.full(len(self.rows), np.nan)
+        with np.errstate(invalid="ignore"):
+            return (self.rows >= 0) & (np.isnan(sampled) | (sampled < self.placed_at + self.settle))
+
+    def sum_rows(self, quantity: PodQuantity, kept: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out`` plus ``quantity`` of each kept entry's pod at its row, added in entry order."""
+        chosen = np.flatnonzero(kept)
+        if len(chosen):
+            pods = self.pods
+            per_pod = np.fromiter((quantity(pods[i]) for i in chosen.tolist()), np.float64, len(chosen))
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.add.at(out, self.rows[chosen], per_pod)
+        return out
 
 
 class _Rows:
     """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
 
     __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "state_at",
-                 "oldest_fresh", "in_flight")
+                 "oldest_fresh", "in_flight", "transformed")
 
     def __init__(self, table: Any, data: SourceData) -> None:
         self.table = table
@@ -150,6 +152,7 @@ class _Rows:
         self.state_at = np.inf  # when ``state`` was computed (inf: never)
         self.oldest_fresh = np.nan  # the oldest sample time of a fresh node (NaN: none)
         self.in_flight: _InFlight | None = None
+        self.transformed: dict[Callable[[np.ndarray], np.ndarray], np.ndarray] = {}
 
     def states(self, now: float, max_age: float) -> tuple[np.ndarray, np.ndarray]:
         """(state, usable) per row at ``now``. Ages only grow, so they are recomputed only when the
@@ -173,21 +176,24 @@ class Reading:
 
     ``values`` (float64, NaN where the node has no value) and ``state`` (int8: FRESH, STALE,
     MISSING or WARMING_UP) are given; ages, the usable mask and the in-flight pods are worked
-    out when asked for."""
+    out when asked for, from the reader's sums by row while no placement came since the read."""
 
-    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_times", "_usable", "_in_flight", "_positions")
+    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_by_row", "_times", "_usable", "_in_flight",
+                 "_seen", "_entries")
 
     def __init__(self, values: np.ndarray, state: np.ndarray, fail_open: bool, now: float, rows: np.ndarray,
-                 times_by_row: np.ndarray, usable: np.ndarray | None, in_flight: _InFlight | None) -> None:
+                 by_row: _Rows, usable: np.ndarray | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
         self.values = values
         self.state = state
         self.fail_open = fail_open  # policy overridden to neutral: warming up, or no node has fresh data
         self.now = now
         self._rows = rows
-        self._times = times_by_row
+        self._by_row = by_row
+        self._times = by_row.times
         self._usable = usable
-        self._in_flight = in_flight
-        self._positions: np.ndarray | None = None
+        self._in_flight: _InFlight | None = in_flight[0] if in_flight is not None else None
+        self._entries: _Entries | None = in_flight[1] if in_flight is not None else None
+        self._seen = self._in_flight.seen if self._in_flight is not None else 0
 
     @property
     def ages(self) -> np.ndarray:
@@ -201,42 +207,65 @@ class Reading:
             self._usable = self.state == FRESH
         return self._usable
 
+    def transformed(self, transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """``transform(values)`` for the nodes of the batch, worked out once over every node per source
+        reading and node layout (``transform`` works elementwise; pass the same one every cycle)."""
+        by_row = self._by_row
+        out = by_row.transformed.get(transform)
+        if out is None:
+            out = by_row.transformed[transform] = transform(by_row.values)
+        return out[self._rows]
+
+    def _current(self) -> _InFlight | None:
+        """The reader's sums by row if they are still those of this reading."""
+        flight = self._in_flight
+        return flight if flight is not None and flight.seen == self._seen else None
+
     def in_flight_counts(self) -> np.ndarray:
         """int64 per node: the in-flight pods counted on it."""
-        if self._in_flight is None:
-            return np.zeros(len(self.values), dtype=np.int64)
-        return self._in_flight.counts[self._rows]
+        flight = self._current()
+        if flight is not None:
+            return flight.counts[self._rows]
+        return np.bincount(self.in_flight_positions, minlength=len(self.values)).astype(np.int64)
 
     def in_flight_load(self, quantity: PodQuantity) -> np.ndarray:
-        """Per node, ``quantity(pod)`` summed over its in-flight pods, saturated at the largest float.
-        Pass the same callable every cycle: the sums by row are kept per callable and updated with
-        each placement, instead of summed over every in-flight pod each time."""
-        if self._in_flight is None:
-            return np.zeros(len(self.values), dtype=np.float64)
-        return finite(self._in_flight.sum_of(quantity, len(self._times))[self._rows])
+        """Per node, ``quantity(pod)`` summed over its in-flight pods (the floats ``in_flight_sum``
+        gives), saturated at the largest float. Pass the same callable every cycle: the reader keeps
+        its sums by row and adds each placement once, instead of summing every in-flight pod per read."""
+        flight, entries = self._current(), self._entries
+        if flight is None or entries is None:
+            pods = self.in_flight_pods
+            return self.in_flight_sum(np.fromiter(map(quantity, pods), np.float64, len(pods)))
+        sums = flight.sums.get(quantity)
+        if sums is None:
+            sums = flight.sums[quantity] = entries.sum_rows(quantity, entries.kept(), np.zeros(len(self._times)))
+        return finite(sums[self._rows])
 
     def in_flight_each(self, per_pod: float) -> np.ndarray:
-        """Per node, ``per_pod`` added once per in-flight pod (as ``in_flight_sum`` of that value for
-        every pod adds it: the same floats), saturated at the largest float."""
+        """Per node, ``per_pod`` added once per in-flight pod (the floats ``in_flight_sum`` of that
+        value for every pod gives), saturated at the largest float."""
         counts = self.in_flight_counts()
-        out = np.zeros(len(counts), dtype=np.float64)
         top = int(counts.max()) if len(counts) else 0
-        if top:
-            with np.errstate(over="ignore", invalid="ignore"):
-                running = np.add.accumulate(np.concatenate(([0.0], np.full(top, per_pod))))
-            out = finite(running[counts])
-        return out
+        if not top:
+            return np.zeros(len(counts), dtype=np.float64)
+        running = np.full(top + 1, per_pod)  # running[k]: k copies of per_pod added one after the other
+        running[0] = 0.0
+        if abs(per_pod) * (top + 1) < FLOAT_MAX / 2:  # no sum overflows (NaN fails the test)
+            return np.add.accumulate(running, out=running)[counts]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.accumulate(running, out=running)
+        return finite(running[counts])
 
     # -- the in-flight pods one by one (explain, tests) ------------------------------------
     @property
     def in_flight_positions(self) -> np.ndarray:
         """int64 batch positions, one per in-flight pod on a node of the batch (entry order)."""
-        return self._entries()[1]
+        return self._chosen()[1]
 
     @property
     def in_flight_pods(self) -> tuple[Pod, ...]:
-        chosen, _ = self._entries()
-        pods = self._in_flight.pods if self._in_flight is not None else ()
+        chosen, _ = self._chosen()
+        pods = self._entries.pods if self._entries is not None else ()
         return tuple(pods[i] for i in chosen.tolist())
 
     def in_flight_sum(self, per_pod: np.ndarray) -> np.ndarray:
@@ -249,15 +278,15 @@ class Reading:
             out = finite(out)
         return out
 
-    def _entries(self) -> tuple[np.ndarray, np.ndarray]:
-        """(tracker entry indices, batch positions) of the in-flight pods on nodes of the batch."""
-        flight = self._in_flight
-        if flight is None:
+    def _chosen(self) -> tuple[np.ndarray, np.ndarray]:
+        """(entry indices, batch positions) of the in-flight pods counted on nodes of the batch."""
+        entries = self._entries
+        if entries is None:
             return _NO_ENTRIES, _NO_ENTRIES
         position_of_row = np.full(len(self._times) + 1, -1, dtype=np.int64)  # last slot: unknown node
         position_of_row[self._rows] = np.arange(len(self._rows))
-        positions = position_of_row[flight.entry_rows]
-        chosen = np.flatnonzero(flight.kept & (positions >= 0))
+        positions = position_of_row[entries.rows]
+        chosen = np.flatnonzero(entries.kept() & (positions >= 0))
         return chosen, positions[chosen]
 
 
@@ -306,38 +335,48 @@ class MetricReader:
             state_by_row, usable_by_row = by_row.states(now, self.max_age)
             state, usable = state_by_row[rows], usable_by_row[rows]
             fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
-        return Reading(values, state, fail_open, now, rows, by_row.times, usable,
-                       self._in_flight(by_row, now))
+        return Reading(values, state, fail_open, now, rows, by_row, usable, self._in_flight(by_row, now))
 
-    def _in_flight(self, by_row: _Rows, now: float) -> _InFlight | None:
+    def _in_flight(self, by_row: _Rows, now: float) -> tuple[_InFlight, _Entries] | None:
         """The in-flight pods by row, brought up to date with the tracker (None: none are counted)."""
         tracker = self.hub.in_flight
         if not self.policy.in_flight.enabled or not tracker.entries:
             return None
         tracker.prune(now, self.ttl)
         entry_rows, placed_at, pods = tracker.columns(by_row.table)
+        entries = _Entries(entry_rows, placed_at, pods, by_row.times, self.settle)
         flight = by_row.in_flight
-        if flight is not None and flight.epoch == tracker.epoch and flight.seen == len(entry_rows):
-            return flight
-        n = len(by_row.times)
-        bases: dict[PodQuantity, np.ndarray | None]
         if flight is None or flight.epoch != tracker.epoch:  # entries went, or the columns were rebuilt
-            start, counts, kept_before = 0, np.zeros(n, dtype=np.int64), np.zeros(0, dtype=bool)
-            bases = dict.fromkeys(flight.sums if flight is not None else (), None)
-        else:  # placements appended since the last read: the arrays are copied, Readings hold the old ones
-            start, counts, kept_before = flight.seen, flight.counts.copy(), flight.kept
-            bases = {quantity: sums.copy() for quantity, sums in flight.sums.items()}
-        new_rows = entry_rows[start:]
-        sampled = by_row.times[np.maximum(new_rows, 0)] if n else np.full(len(new_rows), np.nan)
-        # Counted until a sample taken ``settle`` seconds after the placement arrives.
-        with np.errstate(invalid="ignore"):
-            kept = (new_rows >= 0) & (np.isnan(sampled) | (sampled < placed_at[start:] + self.settle))
-        np.add.at(counts, new_rows[kept], 1)
-        new_pods = pods[start:]
-        sums = {quantity: _sum_rows(new_rows, new_pods, kept, quantity, n, base) for quantity, base in bases.items()}
-        by_row.in_flight = flight = _InFlight(tracker.epoch, entry_rows, pods, np.concatenate((kept_before, kept)),
-                                              counts, sums)
-        return flight
+            flight = by_row.in_flight = _InFlight(tracker.epoch, len(by_row.times))
+        if flight.seen < len(entry_rows):
+            self._add_entries(flight, entries)
+        return flight, entries
+
+    def _add_entries(self, flight: _InFlight, entries: _Entries) -> None:
+        """Count the entries ``flight`` has not seen (a few per cycle: one by one; else vectorized),
+        each added after the earlier ones, as a sum over all of them adds it."""
+        start, end = flight.seen, len(entries.rows)
+        if end - start > _ONE_BY_ONE:
+            new = _Entries(entries.rows[start:], entries.placed_at[start:], entries.pods[start:end],
+                           entries.sampled, entries.settle)
+            kept = new.kept()
+            np.add.at(flight.counts, new.rows[kept], 1)
+            for quantity, sums in flight.sums.items():
+                new.sum_rows(quantity, kept, sums)
+        else:
+            sampled, counts, sums_by_quantity = entries.sampled, flight.counts, flight.sums.items()
+            for i in range(start, end):
+                row = int(entries.rows[i])
+                if row < 0:
+                    continue
+                t = float(sampled[row])
+                if t == t and not t < float(entries.placed_at[i]) + entries.settle:  # sampled since
+                    continue
+                counts[row] += 1
+                pod = entries.pods[i]
+                for quantity, sums in sums_by_quantity:
+                    sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
+        flight.seen = end
 
     # -- policy ------------------------------------------------------------------
     def apply_policy(self, scores: np.ndarray, reading: Reading) -> np.ndarray:
