@@ -277,8 +277,9 @@ def test_in_flight_sums_by_node_match_the_pods_one_by_one():
         reading = reader.read(batch)
         one_by_one = reading.in_flight_sum(np.array([quantity(p) for p in reading.in_flight_pods]))
         assert reading.in_flight_load(quantity).tolist() == one_by_one.tolist()
-        each = reading.in_flight_sum(np.full(len(reading.in_flight_pods), 0.1))
-        assert reading.in_flight_each(0.1).tolist() == each.tolist()
+        for per_pod in (0.1, 1 / 3, 0.0, -0.7, 1e308, np.nan):
+            each = reading.in_flight_sum(np.full(len(reading.in_flight_pods), per_pod))
+            np.testing.assert_array_equal(reading.in_flight_each(per_pod), each)
         assert reading.in_flight_counts().tolist() == np.bincount(reading.in_flight_positions,
                                                                   minlength=len(batch)).tolist()
 

@@ -286,13 +286,16 @@ class LoadAware:
             reading = reader.read(nodes)
             parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
-        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: the mean is itself
-            usable, mean = parts[0].reading.usable, finite(parts[0].predicted)
+        if len(parts) == 1 and self.total_weight == 1:
+            # One resource of weight 1: the mean is its prediction (finite where usable; NaN elsewhere
+            # is replaced below, and inf is capped like the largest float).
+            usable, mean = parts[0].reading.usable, parts[0].predicted
         else:
             usable = np.logical_and.reduce([p.reading.usable for p in parts])
             mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
-        raw = np.floor(np.minimum(mean, MAX_RAW_SCORE) + 0.5)  # half up
-        return np.where(usable, raw, NO_DATA).astype(np.int64)
+        raw = np.minimum(mean, MAX_RAW_SCORE)
+        raw += 0.5  # half up
+        return np.where(usable, np.floor(raw, out=raw), NO_DATA).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         parts = _score_state(state).parts
@@ -327,8 +330,10 @@ class LoadAware:
             allocatable = np.zeros(len(nodes), dtype=np.float64)
         else:
             allocatable = nodes.resource_matrix("allocatable")[:, column].astype(np.float64)
-        # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
-        added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
+        if len(allocatable) and allocatable.min() > 0.0:
+            added = np.divide(load, allocatable, out=load)
+        else:  # a node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it
+            added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
         added += reading.transformed(_measured)
         added *= 100.0
         return np.round(added, _DECIMALS, out=added)
@@ -342,17 +347,29 @@ def _measured(values: np.ndarray) -> np.ndarray:
 def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:
     """Trimaran TLP over predicted utilization (percent): int scores in [0, 100], floored."""
     u = np.asarray(predicted, dtype=np.float64)
-    below = (MAX_NODE_SCORE - target) * u / target + target
-    above = target * (MAX_NODE_SCORE - u) / (MAX_NODE_SCORE - target)
+    below = (MAX_NODE_SCORE - target) * u
+    below /= target
+    below += target
+    above = MAX_NODE_SCORE - u
+    above *= target
+    above /= MAX_NODE_SCORE - target
+    # Above 100% (and below a target under 100) ``above`` is negative: the clip gives MIN_NODE_SCORE.
     score = np.where(u <= target, below, above)
-    score = np.where(u > MAX_NODE_SCORE, MIN_NODE_SCORE, score)
-    return np.clip(np.floor(score + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+    score += _EPS
+    return _clip_score(np.floor(score, out=score)).astype(np.int64)
 
 
 def least_utilized(predicted: np.ndarray) -> np.ndarray:
     """``100 - U`` (percent), floored and clipped to [0, 100]."""
     u = np.asarray(predicted, dtype=np.float64)
-    return np.clip(np.floor(MAX_NODE_SCORE - u + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+    score = MAX_NODE_SCORE - u
+    score += _EPS
+    return _clip_score(np.floor(score, out=score)).astype(np.int64)
+
+
+def _clip_score(score: np.ndarray) -> np.ndarray:
+    """``score`` (a new float array) clipped to [MIN_NODE_SCORE, MAX_NODE_SCORE] in place."""
+    return np.minimum(np.maximum(score, MIN_NODE_SCORE, out=score), MAX_NODE_SCORE, out=score)
 
 
 def factory(args: LoadAwareArgs | None, handle: Handle) -> LoadAware:

@@ -203,7 +203,8 @@ class NetworkTraffic:
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
         cap = MAX_RAW_SCORE / scale
-        raw = np.minimum(np.maximum(finite(traffic), -cap), cap)
+        # NaN (no value) stays NaN here and gets NO_DATA; traffic is finite elsewhere (scaled).
+        raw = np.minimum(np.maximum(traffic, -cap), cap)
         raw *= scale
         return np.where(reading.usable, np.rint(raw, out=raw), NO_DATA).astype(np.int64)
 
@@ -240,21 +241,19 @@ def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
 
     Infinite traffic counts as the largest float and negative traffic as 0 (it scores 100 either
     way); values are divided by a power of two near the max first, so ``traffic * 100`` stays finite."""
-    out = np.zeros(len(traffic), dtype=np.int64)
     if not usable.any():
-        return out
-    values = np.where(usable, finite(np.maximum(traffic, 0.0)), 0.0)
+        return np.zeros(len(traffic), dtype=np.int64)
+    values = finite(np.where(usable, np.maximum(traffic, 0.0), 0.0))
     highest = float(values.max())
     if highest <= 0:
-        out[usable] = MAX_NODE_SCORE
-        return out
+        return np.where(usable, MAX_NODE_SCORE, 0)
     scale = _power_of_two_below(highest)
     with np.errstate(under="ignore"):
-        values = values / scale
+        values /= scale
     values *= MAX_NODE_SCORE
     values /= highest / scale
-    out[:] = MAX_NODE_SCORE - np.floor(values, out=values).astype(np.int64)
-    return np.minimum(np.maximum(out, 0, out=out), MAX_NODE_SCORE, out=out)
+    # In [0, 100]: 0 <= values <= highest, and the largest gives 100 (or a hair above, floored to 100).
+    return MAX_NODE_SCORE - np.floor(values, out=values).astype(np.int64)
 
 
 def _power_of_two_below(value: float) -> float:

@@ -31,6 +31,7 @@ with the placements made since the last read and rebuilt when an entry goes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -88,13 +89,14 @@ class _InFlight:
     """The in-flight pods one reader counts on one table, by row: updated in place with the tracker's
     new entries while its epoch holds (``seen`` entries so far), replaced when it changes."""
 
-    __slots__ = ("epoch", "seen", "counts", "sums")
+    __slots__ = ("epoch", "seen", "counts", "sums", "overflowed")
 
     def __init__(self, epoch: int, rows: int) -> None:
         self.epoch = epoch
         self.seen = 0
         self.counts = np.zeros(rows, dtype=np.int64)
-        self.sums: dict[PodQuantity, np.ndarray] = {}  # float64 per row (may hold inf: saturated when read)
+        self.sums: dict[PodQuantity, np.ndarray] = {}  # float64 per row
+        self.overflowed = False  # some sum is not finite: saturated when read
 
 
 @attrs.frozen(slots=True)
@@ -239,15 +241,18 @@ class Reading:
         sums = flight.sums.get(quantity)
         if sums is None:
             sums = flight.sums[quantity] = entries.sum_rows(quantity, entries.kept(), np.zeros(len(self._times)))
-        return finite(sums[self._rows])
+            flight.overflowed |= not np.isfinite(sums).all()
+        return finite(sums[self._rows]) if flight.overflowed else sums[self._rows]
 
     def in_flight_each(self, per_pod: float) -> np.ndarray:
         """Per node, ``per_pod`` added once per in-flight pod (the floats ``in_flight_sum`` of that
         value for every pod gives), saturated at the largest float."""
         counts = self.in_flight_counts()
         top = int(counts.max()) if len(counts) else 0
-        if not top:
+        if not top or per_pod == 0.0:
             return np.zeros(len(counts), dtype=np.float64)
+        if top <= 3 and 0.0 < per_pod < FLOAT_MAX / 4:  # 0 + p, + p, + p: k * p rounded once, as one product
+            return counts * per_pod
         running = np.full(top + 1, per_pod)  # running[k]: k copies of per_pod added one after the other
         running[0] = 0.0
         if abs(per_pod) * (top + 1) < FLOAT_MAX / 2:  # no sum overflows (NaN fails the test)
@@ -363,6 +368,7 @@ class MetricReader:
             np.add.at(flight.counts, new.rows[kept], 1)
             for quantity, sums in flight.sums.items():
                 new.sum_rows(quantity, kept, sums)
+                flight.overflowed |= not np.isfinite(sums).all()
         else:
             sampled, counts, sums_by_quantity = entries.sampled, flight.counts, flight.sums.items()
             for i in range(start, end):
@@ -375,7 +381,8 @@ class MetricReader:
                 counts[row] += 1
                 pod = entries.pods[i]
                 for quantity, sums in sums_by_quantity:
-                    sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
+                    total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
+                    flight.overflowed |= not math.isfinite(total)
         flight.seen = end
 
     # -- policy ------------------------------------------------------------------
