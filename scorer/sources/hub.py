@@ -65,12 +65,14 @@ class InFlightTracker:
         self._added: list[InFlightPod] = []
         self._changed = False
         self.epoch = 0
+        self.changes = 0  # bumped by every change of ``entries``: readers that saw this count are up to date
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
         if entry is not None and entry.node == node and entry.pod.uid == pod.uid:
             return  # the same placement seen again
         added = self.entries[pod.key] = InFlightPod(pod, node, at)
+        self.changes += 1
         if entry is not None:
             self._changed = True  # replaced in place: same position in ``entries``
         elif not self._changed:  # else the columns are rebuilt anyway
@@ -79,6 +81,7 @@ class InFlightTracker:
     def removed(self, pod_key: str) -> None:
         if self.entries.pop(pod_key, None) is not None:
             self._changed = True
+            self.changes += 1
 
     def prune(self, now: float, ttl: float) -> None:
         if now - self._pruned_at < self.PRUNE_EVERY:
@@ -89,6 +92,7 @@ class InFlightTracker:
             del self.entries[key]
         if old:
             self._changed = True
+            self.changes += 1
 
     def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, Sequence[Pod]]:
         """(row in ``table`` or -1, placement time, pod) per entry, in the order of ``entries``; shared

@@ -32,7 +32,7 @@ with the placements made since the last read and rebuilt when an entry goes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import attrs
@@ -89,12 +89,13 @@ class _InFlight:
     """The in-flight pods one reader counts on one table, by row: updated in place with the tracker's
     new entries while its epoch holds (``seen`` entries so far), replaced when it changes."""
 
-    __slots__ = ("epoch", "seen", "counts", "sums", "overflowed")
+    __slots__ = ("epoch", "seen", "counts", "top", "sums", "overflowed")
 
     def __init__(self, epoch: int, rows: int) -> None:
         self.epoch = epoch
         self.seen = 0
         self.counts = np.zeros(rows, dtype=np.int64)
+        self.top = 0  # the largest count
         self.sums: dict[PodQuantity, np.ndarray] = {}  # float64 per row
         self.overflowed = False  # some sum is not finite: saturated when read
 
@@ -130,8 +131,8 @@ class _Entries:
 class _Rows:
     """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
 
-    __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "state_at",
-                 "oldest_fresh", "in_flight", "transformed")
+    __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "all_fresh",
+                 "state_at", "oldest_fresh", "in_flight", "flight_entries", "flight_changes", "transformed")
 
     def __init__(self, table: Any, data: SourceData) -> None:
         self.table = table
@@ -151,9 +152,12 @@ class _Rows:
         self.values, self.times, self.newest = values, times, newest
         self.state = np.zeros(0, dtype=np.int8)
         self.usable = np.zeros(0, dtype=bool)
+        self.all_fresh = False  # every row is fresh: so is every batch
         self.state_at = np.inf  # when ``state`` was computed (inf: never)
         self.oldest_fresh = np.nan  # the oldest sample time of a fresh node (NaN: none)
         self.in_flight: _InFlight | None = None
+        self.flight_entries: _Entries | None = None  # the tracker's columns as of ``flight_changes`` changes
+        self.flight_changes = -1
         self.transformed: dict[Callable[[np.ndarray], np.ndarray], np.ndarray] = {}
 
     def states(self, now: float, max_age: float) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +172,7 @@ class _Rows:
                 state[missing] = MISSING
                 state[~missing & (ages > max_age)] = STALE
             self.state, self.usable, self.state_at = state, state == FRESH, now
+            self.all_fresh = bool(self.usable.all())
             fresh_times = self.times[self.usable]
             self.oldest_fresh = float(fresh_times.min()) if len(fresh_times) else np.nan
         return self.state, self.usable
@@ -180,8 +185,8 @@ class Reading:
     MISSING or WARMING_UP) are given; ages, the usable mask and the in-flight pods are worked
     out when asked for, from the reader's sums by row while no placement came since the read."""
 
-    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_by_row", "_times", "_usable", "_in_flight",
-                 "_seen", "_entries")
+    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_by_row", "_times", "_usable", "_all_usable",
+                 "_in_flight", "_seen", "_entries")
 
     def __init__(self, values: np.ndarray, state: np.ndarray, fail_open: bool, now: float, rows: np.ndarray,
                  by_row: _Rows, usable: np.ndarray | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
@@ -193,6 +198,7 @@ class Reading:
         self._by_row = by_row
         self._times = by_row.times
         self._usable = usable
+        self._all_usable = True if usable is not None and by_row.all_fresh else None
         self._in_flight: _InFlight | None = in_flight[0] if in_flight is not None else None
         self._entries: _Entries | None = in_flight[1] if in_flight is not None else None
         self._seen = self._in_flight.seen if self._in_flight is not None else 0
@@ -208,6 +214,13 @@ class Reading:
         if self._usable is None:
             self._usable = self.state == FRESH
         return self._usable
+
+    @property
+    def all_usable(self) -> bool:
+        """Every node of the batch has fresh data (known without a pass when every node of the table has)."""
+        if self._all_usable is None:
+            self._all_usable = bool(self.usable.all())
+        return self._all_usable
 
     def transformed(self, transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """``transform(values)`` for the nodes of the batch, worked out once over every node per source
@@ -248,7 +261,8 @@ class Reading:
         """Per node, ``per_pod`` added once per in-flight pod (the floats ``in_flight_sum`` of that
         value for every pod gives), saturated at the largest float."""
         counts = self.in_flight_counts()
-        top = int(counts.max()) if len(counts) else 0
+        flight = self._current()
+        top = flight.top if flight is not None else int(counts.max()) if len(counts) else 0  # at least the batch's
         if not top or per_pod == 0.0:
             return np.zeros(len(counts), dtype=np.float64)
         if top <= 3 and 0.0 < per_pod < FLOAT_MAX / 4:  # 0 + p, + p, + p: k * p rounded once, as one product
@@ -310,6 +324,7 @@ class MetricReader:
         self.settle = policy.in_flight.settle_time.total_seconds()
         self.ttl = policy.in_flight.ttl.total_seconds()
         self._tables: dict[int, _Rows] = {}  # by id(table), least recently read first
+        self._last: _Rows | None = None  # the one read last
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
@@ -317,6 +332,10 @@ class MetricReader:
         return f"maxAge {self.max_age:g}s, onMissing {self.policy.on_missing}, {flight}"
 
     def _rows(self, table: Any, data: SourceData) -> _Rows:
+        last = self._last
+        if last is not None and last.table is table and last.layout == table.layout_version \
+                and last.generation == data.generation:
+            return last
         rows = self._tables.pop(id(table), None)
         if rows is None or rows.table is not table or rows.layout != table.layout_version \
                 or rows.generation != data.generation:
@@ -324,6 +343,7 @@ class MetricReader:
         self._tables[id(table)] = rows
         if len(self._tables) > _TABLES_KEPT:
             del self._tables[next(iter(self._tables))]
+        self._last = rows
         return rows
 
     def read(self, nodes: NodeBatch, now: float | None = None) -> Reading:
@@ -348,9 +368,12 @@ class MetricReader:
         if not self.policy.in_flight.enabled or not tracker.entries:
             return None
         tracker.prune(now, self.ttl)
+        flight, entries = by_row.in_flight, by_row.flight_entries
+        if flight is not None and entries is not None and by_row.flight_changes == tracker.changes:
+            return flight, entries  # nothing placed or removed since the last read
         entry_rows, placed_at, pods = tracker.columns(by_row.table)
-        entries = _Entries(entry_rows, placed_at, pods, by_row.times, self.settle)
-        flight = by_row.in_flight
+        entries = by_row.flight_entries = _Entries(entry_rows, placed_at, pods, by_row.times, self.settle)
+        by_row.flight_changes = tracker.changes
         if flight is None or flight.epoch != tracker.epoch:  # entries went, or the columns were rebuilt
             flight = by_row.in_flight = _InFlight(tracker.epoch, len(by_row.times))
         if flight.seen < len(entry_rows):
@@ -366,6 +389,7 @@ class MetricReader:
                            entries.sampled, entries.settle)
             kept = new.kept()
             np.add.at(flight.counts, new.rows[kept], 1)
+            flight.top = int(flight.counts.max()) if len(flight.counts) else 0
             for quantity, sums in flight.sums.items():
                 new.sum_rows(quantity, kept, sums)
                 flight.overflowed |= not np.isfinite(sums).all()
@@ -379,6 +403,7 @@ class MetricReader:
                 if t == t and not t < float(entries.placed_at[i]) + entries.settle:  # sampled since
                     continue
                 counts[row] += 1
+                flight.top = max(flight.top, int(counts[row]))
                 pod = entries.pods[i]
                 for quantity, sums in sums_by_quantity:
                     total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
@@ -388,7 +413,7 @@ class MetricReader:
     # -- policy ------------------------------------------------------------------
     def apply_policy(self, scores: np.ndarray, reading: Reading) -> np.ndarray:
         """Scores in [0, 100] for fresh nodes; the policy's score for the others."""
-        if reading.usable.all():
+        if reading.all_usable:
             return scores
         bad = ~reading.usable
         policy = "neutral" if reading.fail_open else self.policy.on_missing
@@ -435,3 +460,81 @@ class MetricReader:
                           ("neutral (fail open)" if reading.fail_open else self.policy.on_missing),
             }
         return out
+
+
+#: Arrays over the nodes of a batch (one value each), from the reader's reading of them and a key.
+RowCompute = Callable[[Reading, NodeBatch, Hashable], tuple[np.ndarray, ...]]
+
+
+@attrs.define(slots=True, eq=False)
+class _MemoRows:
+    """A RowMemo's arrays over every row of one table, and what they were computed from."""
+
+    table: Any
+    by_row: _Rows  # the reader's rows, values and states they were computed from
+    usable: np.ndarray
+    flight: _InFlight | None
+    epoch: int
+    nodes_version: int
+    key: Hashable
+    seen: int  # in-flight entries accounted for
+    arrays: tuple[np.ndarray, ...]
+    stale: np.ndarray  # bool per row: an in-flight pod came since its values were computed
+    any_stale: bool = False
+
+
+class RowMemo:
+    """Per-node results a plugin derives from one reader, kept by table row between cycles.
+
+    For results that depend on each node alone (its value, state, in-flight pods and the node's
+    own data such as allocatable; not on the other nodes of the batch), ``get`` gathers the
+    batch's rows of arrays computed over the whole table, instead of computing them every cycle.
+    They are computed again when the source's data, the states, the in-flight columns, the
+    nodes or ``key`` change; a placement only marks its node, computed again when a batch next
+    holds it. ``compute(reading, nodes, key)`` must give the same values for a node whatever
+    batch it is in: then ``get`` returns exactly what ``compute`` would on the batch.
+    """
+
+    def __init__(self, reader: MetricReader, compute: RowCompute) -> None:
+        self.reader = reader
+        self.compute = compute
+        self._tables: dict[int, _MemoRows] = {}  # by id(table), least recently used first
+
+    def get(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, ...]:
+        """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read)."""
+        table, rows = nodes.table, nodes.rows
+        by_row, flight = reading._by_row, reading._current()
+        epoch = flight.epoch if flight is not None else -1
+        memo = self._tables.get(id(table))
+        if memo is None or memo.table is not table or memo.by_row is not by_row or memo.usable is not by_row.usable \
+                or memo.flight is not flight or memo.epoch != epoch or memo.nodes_version != table.nodes_version \
+                or memo.key != key:
+            everything = NodeBatch(table, table.rows())
+            arrays = self.compute(self.reader.read(everything, reading.now), everything, key)
+            memo = _MemoRows(table, by_row, by_row.usable, flight, epoch, table.nodes_version, key, reading._seen,
+                             arrays, np.zeros(len(table), dtype=bool))
+            self._tables.pop(id(table), None)
+            self._tables[id(table)] = memo
+            if len(self._tables) > _TABLES_KEPT:
+                del self._tables[next(iter(self._tables))]
+        if reading._seen > memo.seen and reading._entries is not None:
+            placed = reading._entries.rows[memo.seen:reading._seen]
+            memo.stale[placed[placed >= 0]] = True
+            memo.seen, memo.any_stale = reading._seen, True
+        if memo.any_stale:
+            self._refresh(memo, reading, nodes, key)
+        return tuple(array[rows] for array in memo.arrays)
+
+    def _refresh(self, memo: _MemoRows, reading: Reading, nodes: NodeBatch, key: Hashable) -> None:
+        """Compute again every row marked stale once the batch holds one: in one call, as batches go
+        round the table, for the placements of the cycles since the last time."""
+        if not memo.stale[nodes.rows].any():
+            return
+        stale = np.flatnonzero(memo.stale)
+        batch = NodeBatch(nodes.table, stale)
+        for array, values in zip(memo.arrays, self.compute(self.reader.read(batch, reading.now), batch, key),
+                                 strict=True):
+            array[stale] = values
+        memo.stale[stale] = False
+        memo.any_stale = False
+
