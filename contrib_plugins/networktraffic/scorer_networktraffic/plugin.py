@@ -212,8 +212,9 @@ class NetworkTraffic:
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         score_state = _score_state(state)
         reading = score_state.reading
-        return self.reader.apply_policy(normalize(score_state.traffic, reading.usable, all_usable=reading.all_usable),
-                                        reading)
+        if reading.all_usable:  # every node usable, its traffic finite
+            return _normalize_finite(np.maximum(score_state.traffic, 0.0))
+        return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
     def _traffic(self, reading: Reading, nodes: NodeBatch) -> tuple[np.ndarray, float]:
         """Per node, (value + in-flight pods x per-pod estimate) / scale, and the scale: a power of two
@@ -222,8 +223,8 @@ class NetworkTraffic:
 
         The per-pod estimate is the configured one, or the mean traffic per running pod on the nodes
         with fresh data, each node counted as one pod of baseline: sum(values) / (pods + nodes)."""
-        usable = reading.usable
-        fresh = reading.values if reading.all_usable else reading.values[usable]
+        all_usable = reading.all_usable
+        fresh = reading.values if all_usable else reading.values[reading.usable]
         configured = self.args.pod_traffic_estimate
         scale = _power_of_two_below(max(float(np.abs(fresh).max()) if len(fresh) else 0.0, configured or 0.0))
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
@@ -231,7 +232,7 @@ class NetworkTraffic:
                 per_pod = configured / scale
             elif len(fresh):
                 pods_column = nodes.resource_matrix("requested")[:, PODS]
-                pods = (pods_column if reading.all_usable else pods_column[usable]).sum()
+                pods = (pods_column if all_usable else pods_column[reading.usable]).sum()
                 per_pod = float((fresh / scale).sum() / (pods + len(fresh)))
             else:
                 per_pod = 0.0
@@ -239,19 +240,26 @@ class NetworkTraffic:
         return traffic, scale
 
 
-def normalize(traffic: np.ndarray, usable: np.ndarray, *, all_usable: bool = False) -> np.ndarray:
+def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
     """``100 - floor(traffic * 100 / max)`` over the usable nodes; 100 for all when the max is 0.
 
     Infinite traffic counts as the largest float and negative traffic as 0 (it scores 100 either
-    way); values are divided by a power of two near the max first, so ``traffic * 100`` stays finite.
-    ``all_usable`` says every node is (known to the caller: saves passes)."""
-    if not all_usable and not usable.any():
+    way); values are divided by a power of two near the max first, so ``traffic * 100`` stays finite."""
+    if not usable.any():
         return np.zeros(len(traffic), dtype=np.int64)
-    values = np.maximum(traffic, 0.0)
-    values = finite(values if all_usable else np.where(usable, values, 0.0))
+    values = finite(np.where(usable, np.maximum(traffic, 0.0), 0.0))
     highest = float(values.max())
     if highest <= 0:
         return np.where(usable, MAX_NODE_SCORE, 0)
+    return _normalize_finite(values, highest)
+
+
+def _normalize_finite(values: np.ndarray, highest: float | None = None) -> np.ndarray:
+    """``normalize`` of finite traffic, at least 0, every node usable (``values``, a new array, is
+    changed in place; ``highest`` is its max if known)."""
+    highest = float(values.max()) if highest is None else highest
+    if highest <= 0:
+        return np.full(len(values), MAX_NODE_SCORE, dtype=np.int64)
     scale = _power_of_two_below(highest)
     with np.errstate(under="ignore"):
         values /= scale

@@ -181,24 +181,28 @@ class _Rows:
 class Reading:
     """What one plugin sees of one metric for the nodes of a batch (arrays in batch order).
 
-    ``values`` (float64, NaN where the node has no value) and ``state`` (int8: FRESH, STALE,
-    MISSING or WARMING_UP) are given; ages, the usable mask and the in-flight pods are worked
-    out when asked for, from the reader's sums by row while no placement came since the read."""
+    ``values`` (float64, NaN where the node has no value), ``state`` (int8: FRESH, STALE,
+    MISSING or WARMING_UP), the usable mask, ages and the in-flight pods are gathered from the
+    reader's arrays by row when first asked for (a plugin that keeps its results by node asks
+    for none of them), the in-flight sums while no placement came since the read."""
 
-    __slots__ = ("values", "state", "fail_open", "now", "_rows", "_by_row", "_times", "_usable", "_all_usable",
-                 "_in_flight", "_seen", "_entries")
+    __slots__ = ("fail_open", "now", "_rows", "_by_row", "_times", "_state_by_row", "_usable_by_row", "_values",
+                 "_state", "_usable", "_all_usable", "_in_flight", "_seen", "_entries")
 
-    def __init__(self, values: np.ndarray, state: np.ndarray, fail_open: bool, now: float, rows: np.ndarray,
-                 by_row: _Rows, usable: np.ndarray | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
-        self.values = values
-        self.state = state
+    def __init__(self, fail_open: bool, now: float, rows: np.ndarray, by_row: _Rows,
+                 states: tuple[np.ndarray, np.ndarray] | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
         self.fail_open = fail_open  # policy overridden to neutral: warming up, or no node has fresh data
         self.now = now
         self._rows = rows
         self._by_row = by_row
         self._times = by_row.times
-        self._usable = usable
-        self._all_usable = True if usable is not None and by_row.all_fresh else None
+        # (state, usable) by row; None while the source warms up (every node WARMING_UP).
+        self._state_by_row: np.ndarray | None = states[0] if states is not None else None
+        self._usable_by_row: np.ndarray | None = states[1] if states is not None else None
+        self._values: np.ndarray | None = None
+        self._state: np.ndarray | None = None
+        self._usable: np.ndarray | None = None
+        self._all_usable = True if states is not None and by_row.all_fresh else None
         self._in_flight: _InFlight | None = in_flight[0] if in_flight is not None else None
         self._entries: _Entries | None = in_flight[1] if in_flight is not None else None
         self._seen = self._in_flight.seen if self._in_flight is not None else 0
@@ -210,9 +214,22 @@ class Reading:
             return np.maximum(self.now - self._times[self._rows], 0.0)
 
     @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            self._values = self._by_row.values[self._rows]
+        return self._values
+
+    @property
+    def state(self) -> np.ndarray:
+        if self._state is None:
+            self._state = np.full(len(self._rows), WARMING_UP, dtype=np.int8) if self._state_by_row is None \
+                else self._state_by_row[self._rows]
+        return self._state
+
+    @property
     def usable(self) -> np.ndarray:
         if self._usable is None:
-            self._usable = self.state == FRESH
+            self._usable = self.state == FRESH if self._usable_by_row is None else self._usable_by_row[self._rows]
         return self._usable
 
     @property
@@ -241,7 +258,7 @@ class Reading:
         flight = self._current()
         if flight is not None:
             return flight.counts[self._rows]
-        return np.bincount(self.in_flight_positions, minlength=len(self.values)).astype(np.int64)
+        return np.bincount(self.in_flight_positions, minlength=len(self._rows)).astype(np.int64)
 
     def in_flight_load(self, quantity: PodQuantity) -> np.ndarray:
         """Per node, ``quantity(pod)`` summed over its in-flight pods (the floats ``in_flight_sum``
@@ -290,7 +307,7 @@ class Reading:
     def in_flight_sum(self, per_pod: np.ndarray) -> np.ndarray:
         """Per node, the sum of ``per_pod`` (one value per pod of ``in_flight_pods``), saturated at
         the largest float: huge estimates never become inf or NaN, nor raise numpy warnings."""
-        out = np.zeros(len(self.values), dtype=np.float64)
+        out = np.zeros(len(self._rows), dtype=np.float64)
         if len(per_pod):
             with np.errstate(over="ignore", invalid="ignore"):
                 np.add.at(out, self.in_flight_positions, per_pod)
@@ -352,15 +369,10 @@ class MetricReader:
         rows = nodes.rows
         data = self.source.data
         by_row = self._rows(table, data)
-        values = by_row.values[rows]
-        usable: np.ndarray | None
         if data.warming_up:
-            state, usable, fail_open = np.full(len(rows), WARMING_UP, dtype=np.int8), None, True
-        else:
-            state_by_row, usable_by_row = by_row.states(now, self.max_age)
-            state, usable = state_by_row[rows], usable_by_row[rows]
-            fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
-        return Reading(values, state, fail_open, now, rows, by_row, usable, self._in_flight(by_row, now))
+            return Reading(True, now, rows, by_row, None, self._in_flight(by_row, now))
+        fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
+        return Reading(fail_open, now, rows, by_row, by_row.states(now, self.max_age), self._in_flight(by_row, now))
 
     def _in_flight(self, by_row: _Rows, now: float) -> tuple[_InFlight, _Entries] | None:
         """The in-flight pods by row, brought up to date with the tracker (None: none are counted)."""
