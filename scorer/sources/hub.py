@@ -116,8 +116,11 @@ class InFlightTracker:
             rows[:size], times[:size] = self._rows[:size], self._times[:size]
             self._rows, self._times = rows, times
         index = table.index
-        self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
-        self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
+        if len(entries) == 1:  # a placement per cycle
+            self._rows[size], self._times[size] = index.get(entries[0].node, -1), entries[0].placed_at
+        else:
+            self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
+            self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
         self._pods.extend(entry.pod for entry in entries)
         self._size = end
 

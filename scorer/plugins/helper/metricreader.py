@@ -100,15 +100,19 @@ class _InFlight:
         self.overflowed = False  # some sum is not finite: saturated when read
 
 
-@attrs.frozen(slots=True)
 class _Entries:
-    """The tracker's first ``seen`` entries as a Reading saw them, and the reader's test of which count."""
+    """The tracker's first ``seen`` entries as a Reading saw them, and the reader's test of which count
+    (a plain slotted class: one is made per placement and reader, attrs' frozen init costs more)."""
 
-    rows: np.ndarray  # table row per entry (-1: a node not in the table)
-    placed_at: np.ndarray
-    pods: Sequence[Pod]  # indexed by entry (may hold later ones)
-    sampled: np.ndarray  # sample time per table row
-    settle: float
+    __slots__ = ("rows", "placed_at", "pods", "sampled", "settle")
+
+    def __init__(self, rows: np.ndarray, placed_at: np.ndarray, pods: Sequence[Pod], sampled: np.ndarray,
+                 settle: float) -> None:
+        self.rows = rows  # table row per entry (-1: a node not in the table)
+        self.placed_at = placed_at
+        self.pods = pods  # indexed by entry (may hold later ones)
+        self.sampled = sampled  # sample time per table row
+        self.settle = settle
 
     def kept(self) -> np.ndarray:
         """Per entry: counted, on a node of the table whose last sample is older than the placement plus
@@ -406,17 +410,18 @@ class MetricReader:
                 new.sum_rows(quantity, kept, sums)
                 flight.overflowed |= not np.isfinite(sums).all()
         else:
-            sampled, counts, sums_by_quantity = entries.sampled, flight.counts, flight.sums.items()
-            for i in range(start, end):
-                row = int(entries.rows[i])
+            sampled, counts, sums_by_quantity, pods = entries.sampled, flight.counts, flight.sums.items(), entries.pods
+            placed_at = entries.placed_at[start:end].tolist()
+            for i, row in enumerate(entries.rows[start:end].tolist(), start):
                 if row < 0:
                     continue
                 t = float(sampled[row])
-                if t == t and not t < float(entries.placed_at[i]) + entries.settle:  # sampled since
+                if t == t and not t < placed_at[i - start] + entries.settle:  # sampled since
                     continue
-                counts[row] += 1
-                flight.top = max(flight.top, int(counts[row]))
-                pod = entries.pods[i]
+                count = counts[row] = counts[row] + 1
+                if count > flight.top:
+                    flight.top = int(count)
+                pod = pods[i]
                 for quantity, sums in sums_by_quantity:
                     total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
                     flight.overflowed |= not math.isfinite(total)
@@ -530,8 +535,10 @@ class RowMemo:
             if len(self._tables) > _TABLES_KEPT:
                 del self._tables[next(iter(self._tables))]
         if reading._seen > memo.seen and reading._entries is not None:
-            placed = reading._entries.rows[memo.seen:reading._seen]
-            memo.stale[placed[placed >= 0]] = True
+            stale = memo.stale
+            for row in reading._entries.rows[memo.seen:reading._seen].tolist():  # a placement or two per cycle
+                if row >= 0:
+                    stale[row] = True
             memo.seen, memo.any_stale = reading._seen, True
         if memo.any_stale:
             self._refresh(memo, reading, nodes, key)
