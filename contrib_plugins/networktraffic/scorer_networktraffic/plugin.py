@@ -228,16 +228,14 @@ class NetworkTraffic:
         configured = self.args.pod_traffic_estimate
         scale = _power_of_two_below(max(float(np.abs(fresh).max()) if len(fresh) else 0.0, configured or 0.0))
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
-            if configured is not None:
-                per_pod = configured / scale
-            elif len(fresh):
+            per_pod = configured / scale if configured is not None else 0.0
+            scaled = reading.values / scale
+            if configured is None and len(fresh):
                 pods_column = nodes.resource_matrix("requested")[:, PODS]
                 pods = (pods_column if all_usable else pods_column[reading.usable]).sum()
-                per_pod = float((fresh / scale).sum() / (pods + len(fresh)))
-            else:
-                per_pod = 0.0
-            traffic = reading.values / scale + reading.in_flight_each(per_pod)
-        return traffic, scale
+                per_pod = float((scaled if all_usable else fresh / scale).sum() / (pods + len(fresh)))
+            scaled += reading.in_flight_each(per_pod)
+        return scaled, scale
 
 
 def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
@@ -261,8 +259,9 @@ def _normalize_finite(values: np.ndarray, highest: float | None = None) -> np.nd
     if highest <= 0:
         return np.full(len(values), MAX_NODE_SCORE, dtype=np.int64)
     scale = _power_of_two_below(highest)
-    with np.errstate(under="ignore"):
-        values /= scale
+    if scale != 1.0:  # (dividing by 1 changes nothing)
+        with np.errstate(under="ignore"):
+            values /= scale
     values *= MAX_NODE_SCORE
     values /= highest / scale
     # In [0, 100]: 0 <= values <= highest, and the largest gives 100 (or a hair above, floored to 100).
