@@ -453,6 +453,7 @@ class _Sampling:
         else:
             need = self.to_find - found + 1
             self.size = min(int(need / rate * 1.1) + 16, 2 * max(self.size, self.to_find))
+        self.size = max(self.size, 1)  # never an empty chunk (the loop would not advance)
         return self.size
 
     def done(self, alive: np.ndarray, pos: int, found: int) -> bool:
