@@ -515,7 +515,7 @@ class RowMemo:
     def __init__(self, reader: MetricReader, compute: RowCompute) -> None:
         self.reader = reader
         self.compute = compute
-        self._tables: dict[int, _MemoRows] = {}  # by id(table), least recently used first
+        self._tables: dict[int, _MemoRows] = {}  # by id(table), oldest first
 
     def get(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, ...]:
         """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read)."""
