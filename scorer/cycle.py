@@ -182,6 +182,7 @@ class ScheduleAlgorithm:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
+        self.feasible_ratio = 1.0  # of the nodes the last sampling cycle filtered: sizes the next one's chunks
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False, score_all: bool = False
@@ -247,9 +248,10 @@ class ScheduleAlgorithm:
         order = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
         alive = np.zeros(n, dtype=bool)
         records: list[FilterRecord] = []
-        pos, size, found = 0, max(to_find, 1), 0
-        while pos < n and found < to_find:
-            chunk = order[pos : pos + size]
+        pos, found = 0, 0
+        sampling = _Sampling(max(to_find, 1), n, 1.0 if evaluate_all else self.feasible_ratio)
+        while pos < n:
+            chunk = order[pos : pos + sampling.next_size(pos, found)]
             outcome = fwk.run_filters_with_nominated_pods(state, pod, table, chunk)
             if outcome.error is not None:
                 return result._error(outcome.error, "Filter")
@@ -258,12 +260,14 @@ class ScheduleAlgorithm:
                 records.append(attrs.evolve(record, positions=record.positions + pos))
             found += int(outcome.alive.sum())
             pos += len(chunk)
-            size *= 2
+            if sampling.done(alive, pos, found):
+                break
         feasible = np.flatnonzero(alive)
-        processed = pos
-        if len(feasible) > to_find:
+        processed = sampling.processed(feasible, pos)
+        if not evaluate_all and pos:
+            self.feasible_ratio = found / pos
+        if processed < pos:
             feasible = feasible[:to_find]
-            processed = int(feasible[-1]) + 1
             records = [_clip(record, processed) for record in records]
             records = [r for r in records if len(r.positions)]
         if not evaluate_all and n:
@@ -412,6 +416,62 @@ class SchedulingCycle:
     def report(self, report: CycleReport) -> None:
         if self.on_report is not None:
             self.on_report(report)
+
+
+@attrs.define(slots=True)
+class _Sampling:
+    """How many nodes Filter looks at, chunk by chunk, to find ``to_find`` feasible ones.
+
+    The result is that of filtering chunks of ``to_find``, ``2 * to_find``, ``4 * to_find``... nodes
+    until one ends with ``to_find`` found, and keeping the nodes up to the ``to_find``-th feasible one
+    when there are more (``processed``): kube's result, whatever the chunks. The chunks are sized by
+    the share of nodes that passed in the last cycle (``ratio``), so a Filter that rejects a few nodes
+    costs one more small chunk at most, not a second pass over twice as many nodes. Nodes filtered
+    past ``processed`` are dropped, as before."""
+
+    to_find: int
+    total: int
+    ratio: float
+    size: int = 0
+
+    def boundary(self, pos: int) -> int:
+        """The end of the doubling chunk that holds position ``pos - 1``."""
+        end, size = self.to_find, self.to_find
+        while end < pos:
+            size *= 2
+            end += size
+        return min(end, self.total)
+
+    def next_size(self, pos: int, found: int) -> int:
+        """Enough nodes to find what is missing (one more once ``to_find`` are found), at the last
+        cycle's pass rate plus a margin; doubling while none is found."""
+        rate = found / pos if pos else self.ratio
+        if rate >= 1.0:  # every node passed: exactly what is missing, as the doubling chunks would
+            self.size = self.to_find - found
+        elif rate <= 0.0:
+            self.size = 2 * self.size if pos else self.to_find
+        else:
+            need = self.to_find - found + 1
+            self.size = min(int(need / rate * 1.1) + 16, 2 * max(self.size, self.to_find))
+        self.size = max(self.size, 1)  # never an empty chunk (the loop would not advance)
+        return self.size
+
+    def done(self, alive: np.ndarray, pos: int, found: int) -> bool:
+        if found < self.to_find:
+            return False
+        last = int(np.flatnonzero(alive[:pos])[self.to_find - 1]) + 1
+        return found > self.to_find or pos >= self.boundary(last)
+
+    def processed(self, feasible: np.ndarray, pos: int) -> int:
+        """How many nodes count as processed: up to the ``to_find``-th feasible node when the doubling
+        chunk it is in holds another one, else the whole chunk (or every node filtered)."""
+        if len(feasible) < self.to_find:
+            return pos
+        last = int(feasible[self.to_find - 1]) + 1
+        end = self.boundary(last)
+        if len(feasible) > self.to_find and feasible[self.to_find] < end:
+            return last
+        return min(end, pos)
 
 
 def _clip(record: FilterRecord, limit: int) -> FilterRecord:

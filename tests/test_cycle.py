@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from schedkit import RaisingFilter, build, config_with
 
-from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE, num_feasible_nodes_to_find
+from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE, _Sampling, num_feasible_nodes_to_find
 from scorer.framework import Code, CycleState, FilterVerdict, Status
 from scorer.testing import make_node, make_pod
 
@@ -160,6 +160,46 @@ def test_sampling_counts_rejected_nodes_as_processed():
     assert len(result.feasible_positions) == 100
     assert result.processed == 199
     assert sum(len(r.positions) for r in result.records) == 99
+
+
+def _doubling(passes: np.ndarray, to_find: int) -> tuple[int, list[int]]:
+    """The reference: chunks of to_find, 2 x, 4 x... until to_find pass; cut at the to_find-th if more did."""
+    pos, size, found = 0, to_find, 0
+    while pos < len(passes) and found < to_find:
+        found += int(passes[pos : pos + size].sum())
+        pos = min(pos + size, len(passes))
+        size *= 2
+    feasible = np.flatnonzero(passes[:pos])
+    if len(feasible) > to_find:
+        return int(feasible[to_find - 1]) + 1, feasible[:to_find].tolist()
+    return pos, feasible.tolist()
+
+
+def test_chunks_sized_by_the_pass_rate_give_the_doubling_result():
+    """Whatever the last cycle's pass rate, the nodes processed and found are those of doubling chunks,
+    and a Filter that rejects a few nodes takes one pass when the rate is known."""
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        n = int(rng.integers(1, 300))
+        to_find = int(rng.integers(1, n + 1))
+        passes = rng.random(n) < rng.choice([0.0, 0.02, 0.5, 0.95, 1.0])
+        sampling = _Sampling(to_find, n, float(rng.choice([0.0, 0.1, 0.6, 0.95, 1.0])))
+        alive = np.zeros(n, dtype=bool)
+        pos = found = 0
+        while pos < n:
+            size = sampling.next_size(pos, found)
+            assert size > 0
+            alive[pos : pos + size] = passes[pos : pos + size]
+            found, pos = int(alive.sum()), min(pos + size, n)
+            if sampling.done(alive, pos, found):
+                break
+        feasible = np.flatnonzero(alive)
+        processed = sampling.processed(feasible, pos)
+        assert (processed, feasible[:to_find].tolist()) == _doubling(passes, to_find)
+    passes = np.random.default_rng(4).random(5000) < 0.94
+    sampling = _Sampling(500, 5000, 0.94)
+    first = sampling.next_size(0, 0)
+    assert sampling.done(passes[:first], first, int(passes[:first].sum()))
 
 
 def test_status_helpers():

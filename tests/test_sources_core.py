@@ -259,6 +259,60 @@ def test_in_flight_columns_follow_placements_between_reads():
     assert reader.read(batch).in_flight_counts().tolist() == [1, 1, 1]
 
 
+def test_in_flight_sums_by_node_match_the_pods_one_by_one():
+    """``in_flight_load`` (sums by row kept across reads, updated per placement) and ``in_flight_each``
+    give exactly the floats of summing over ``in_flight_pods``, through placements, a removal, a
+    later sample and a batch that is a subset of the nodes."""
+    clock = Clock(1000.0)
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.5, 0.0), "n3": (0.5, 0.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(in_flight=InFlightArgs(settle_time=timedelta(seconds=30))))
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    rng = np.random.default_rng(7)
+    cpu = {}
+
+    def quantity(pod):
+        return cpu[pod.name] * 0.85
+
+    def check(batch):
+        reading = reader.read(batch)
+        one_by_one = reading.in_flight_sum(np.array([quantity(p) for p in reading.in_flight_pods]))
+        assert reading.in_flight_load(quantity).tolist() == one_by_one.tolist()
+        for per_pod in (0.1, 1 / 3, 0.0, -0.7, 1e308, np.nan):
+            each = reading.in_flight_sum(np.full(len(reading.in_flight_pods), per_pod))
+            np.testing.assert_array_equal(reading.in_flight_each(per_pod), each)
+        assert reading.in_flight_counts().tolist() == np.bincount(reading.in_flight_positions,
+                                                                  minlength=len(batch)).tolist()
+
+    every = NodeBatch(cache.table, cache.table.rows())
+    for i in range(40):
+        cpu[f"p{i}"] = float(rng.uniform(1, 1000))
+        hub.in_flight.placed(make_pod(f"p{i}"), f"n{1 + i % 3}", at=1000.0 + i)
+        check(every if i % 2 else NodeBatch(cache.table, cache.table.rows()[1:]))
+        if i == 20:
+            hub.in_flight.removed(make_pod("p3").key)
+    check(every)
+    assert reader.read(every).in_flight_counts().tolist() == [13, 13, 13]
+
+
+def test_states_follow_the_clock_both_ways():
+    """States are kept between reads until a fresh value ages past maxAge, and recomputed when the
+    clock goes back."""
+    clock = Clock()
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.2, 50.0), "n3": (0.9, 95.0)}, clock)
+    reader = _reader(hub)  # maxAge 90s
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    batch = NodeBatch(cache.table, cache.table.rows())
+    assert reader.read(batch).state.tolist() == [0, 0, 1]
+    clock.now += 40  # n2 is 90s old: still fresh
+    assert reader.read(batch).state.tolist() == [0, 0, 1]
+    clock.now += 1
+    reading = reader.read(batch)
+    assert reading.state.tolist() == [0, 1, 1] and reading.usable.tolist() == [True, False, False]
+    clock.now -= 30  # back in time: n2 is 61s old again
+    assert reader.read(batch).state.tolist() == [0, 0, 1]
+    assert reader.read(batch).ages.tolist() == [11.0, 61.0, 106.0]
+
+
 def test_in_flight_disabled():
     clock = Clock()
     hub = _hub({"n1": (0.5, 0.0)}, clock)

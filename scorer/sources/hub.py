@@ -42,8 +42,11 @@ class InFlightPod:
 class InFlightTracker:
     """Pods placed recently, by pod key: assumed pods are added, forgotten ones removed, old ones pruned.
 
-    ``columns(table)`` gives the entries as aligned arrays (node row,
-    placement time, pod), so readers test them in one vectorized step.
+    ``columns(table)`` gives the entries as aligned columns (node row,
+    placement time, pod), so readers test them in one vectorized step. New
+    placements are appended in place (amortized O(1) each); any other change
+    rebuilds the columns and bumps ``epoch``, so a reader that keeps per-node
+    sums adds only the entries past those it saw while the epoch is the same.
     """
 
     PRUNE_EVERY = 1.0  # seconds between scans for entries past their ttl
@@ -52,17 +55,24 @@ class InFlightTracker:
         self.entries: dict[str, InFlightPod] = {}
         self._pruned_at = float("-inf")
         self._columns_key: tuple[int, int] | None = None  # the table the columns were built for
-        self._columns: tuple[np.ndarray, np.ndarray, tuple[Pod, ...]] = (np.zeros(0, dtype=np.int64), np.zeros(0), ())
+        # The columns: the first ``_size`` items are the entries; arrays grow by doubling.
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._times = np.zeros(0, dtype=np.float64)
+        self._pods: list[Pod] = []
+        self._size = 0
         # Since the columns were built: entries added at the end of ``entries`` (appended to the
         # columns), or any other change (the columns are rebuilt).
         self._added: list[InFlightPod] = []
         self._changed = False
+        self.epoch = 0
+        self.changes = 0  # bumped by every change of ``entries``: readers that saw this count are up to date
 
     def placed(self, pod: Pod, node: str, at: float) -> None:
         entry = self.entries.get(pod.key)
         if entry is not None and entry.node == node and entry.pod.uid == pod.uid:
             return  # the same placement seen again
         added = self.entries[pod.key] = InFlightPod(pod, node, at)
+        self.changes += 1
         if entry is not None:
             self._changed = True  # replaced in place: same position in ``entries``
         elif not self._changed:  # else the columns are rebuilt anyway
@@ -71,6 +81,7 @@ class InFlightTracker:
     def removed(self, pod_key: str) -> None:
         if self.entries.pop(pod_key, None) is not None:
             self._changed = True
+            self.changes += 1
 
     def prune(self, now: float, ttl: float) -> None:
         if now - self._pruned_at < self.PRUNE_EVERY:
@@ -81,27 +92,37 @@ class InFlightTracker:
             del self.entries[key]
         if old:
             self._changed = True
+            self.changes += 1
 
-    def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+    def columns(self, table: Any) -> tuple[np.ndarray, np.ndarray, Sequence[Pod]]:
         """(row in ``table`` or -1, placement time, pod) per entry, in the order of ``entries``; shared
-        by every reader. New placements are appended (one per scheduling cycle); the columns are
-        rebuilt when an entry is removed or replaced, or the table's rows change."""
+        by every reader. The arrays are views that later placements do not change; the pods are
+        indexed by entry (the sequence may hold later ones past the arrays' length)."""
         key = (id(table), table.layout_version)
         if self._changed or self._columns_key != key:
-            self._columns = self._build(list(self.entries.values()), table)
+            self._rows, self._times, self._pods, self._size = np.zeros(0, dtype=np.int64), np.zeros(0), [], 0
+            self._append(list(self.entries.values()), table)
+            self.epoch += 1
         elif self._added:
-            rows, times, pods = self._columns
-            new_rows, new_times, new_pods = self._build(self._added, table)
-            self._columns = (np.concatenate((rows, new_rows)), np.concatenate((times, new_times)), pods + new_pods)
+            self._append(self._added, table)
         self._columns_key, self._added, self._changed = key, [], False
-        return self._columns
+        return self._rows[:self._size], self._times[:self._size], self._pods
 
-    @staticmethod
-    def _build(entries: list[InFlightPod], table: Any) -> tuple[np.ndarray, np.ndarray, tuple[Pod, ...]]:
+    def _append(self, entries: list[InFlightPod], table: Any) -> None:
+        size, end = self._size, self._size + len(entries)
+        if end > len(self._rows):  # grow by doubling: earlier views keep the old arrays
+            capacity = max(2 * len(self._rows), end, 64)
+            rows, times = np.zeros(capacity, dtype=np.int64), np.zeros(capacity, dtype=np.float64)
+            rows[:size], times[:size] = self._rows[:size], self._times[:size]
+            self._rows, self._times = rows, times
         index = table.index
-        return (np.array([index.get(e.node, -1) for e in entries], dtype=np.int64),
-                np.array([e.placed_at for e in entries], dtype=np.float64),
-                tuple(e.pod for e in entries))
+        if len(entries) == 1:  # a placement per cycle
+            self._rows[size], self._times[size] = index.get(entries[0].node, -1), entries[0].placed_at
+        else:
+            self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
+            self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
+        self._pods.extend(entry.pod for entry in entries)
+        self._size = end
 
 
 @attrs.frozen(slots=True)

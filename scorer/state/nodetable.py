@@ -46,6 +46,9 @@ class NodeTable:
         # Bumped when rows are added or removed (row -> node changes); caches of
         # per-row data that does not depend on pods key on it.
         self.layout_version = 0
+        # Bumped when a node is written (added, updated) or removed: caches of per-row
+        # data derived from the nodes themselves (allocatable, labels), not their pods.
+        self.nodes_version = 0
         # Label columns by key, dropped whenever a node is added, updated or removed.
         self._label_columns: dict[str, LabelColumn] = {}
 
@@ -98,6 +101,7 @@ class NodeTable:
         self.taint_set[row] = self._intern_taints(tuple(node.taints))
         self.nodes[row] = node
         self._label_columns.clear()
+        self.nodes_version += 1
 
     def label_column(self, key: str) -> LabelColumn:
         """The values of label ``key`` over the rows, as codes (built once per node change)."""
@@ -150,6 +154,7 @@ class NodeTable:
         self._label_columns.clear()
         self.version += 1
         self.layout_version += 1
+        self.nodes_version += 1
         return pods
 
     # -- pods ----------------------------------------------------------------

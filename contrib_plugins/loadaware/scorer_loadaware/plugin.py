@@ -46,9 +46,11 @@ so no prediction overflows; raw scores are capped at ``MAX_RAW_SCORE``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Hashable
 from datetime import timedelta
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import attrs
 import numpy as np
@@ -57,7 +59,7 @@ from scorer.framework import Code, FilterVerdict, NodeBatch
 from scorer.framework.events import ADD, DELETE, NODE, POD, UPDATE_NODE_ALLOCATABLE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.inputs.describe import quote
-from scorer.plugins.helper.metricreader import MetricReader, Reading, finite, source_hub
+from scorer.plugins.helper.metricreader import MetricReader, Reading, RowMemo, finite, source_hub
 from scorer.sources import (
     DataPolicyArgs,
     SourceArgs,
@@ -220,6 +222,8 @@ class _Part:
     reader: MetricReader
     reading: Reading
     predicted: np.ndarray  # percent, NaN where the node has no value
+    raw: np.ndarray  # the raw score if this were the only resource (int64, NO_DATA without fresh data)
+    score: np.ndarray  # the strategy's score (int64), before the data policy
     weight: int
 
 
@@ -251,6 +255,15 @@ class LoadAware:
         self.total_weight = sum(weight for _, weight in self.scored)
         self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
         self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
+        # One callable per resource, the same every cycle: the readers keep its in-flight sums by node.
+        self.estimators = {resource: functools.partial(self.estimate, resource=resource) for resource in RESOURCES}
+        # Filter's verdicts and Score's scores by node, kept between cycles (a node's depend on it alone);
+        # Score keeps them for pods of the estimate it saw last (pods of one workload are alike).
+        self.over_memos = {resource: RowMemo(reader, functools.partial(self._over, resource))
+                           for resource, reader in self.readers.items()}
+        self.score_memos = {resource: RowMemo(reader, functools.partial(self._memo_scores, resource))
+                            for resource, reader in self.readers.items()}
+        self._last_estimate: dict[str, float] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """What can lower a rejected node's prediction: a new node, more allocatable (in-flight load is
@@ -270,12 +283,14 @@ class LoadAware:
             reader.filter_unusable(reading, verdict)
             threshold = self.thresholds.get(resource)
             if threshold:
-                usable = reading.usable
-                predicted = np.where(usable, self.predict(resource, reading, nodes, None), 0.0)
-                verdict.reject(usable & (predicted > threshold),
-                               THRESHOLD_REASON.format(label=LABELS[resource], threshold=threshold),
+                (over,) = self.over_memos[resource].get(reading, nodes, threshold)
+                verdict.reject(over, THRESHOLD_REASON.format(label=LABELS[resource], threshold=threshold),
                                Code.UNSCHEDULABLE)
         return verdict
+
+    def _over(self, resource: str, reading: Reading, nodes: NodeBatch, threshold: Hashable) -> tuple[np.ndarray]:
+        """Per node: fresh, and measured + in-flight above ``threshold`` percent (NaN never is)."""
+        return (reading.usable & (self._predict(resource, reading, nodes, 0.0) > threshold),)
 
     # -- Score -----------------------------------------------------------------------------
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
@@ -283,24 +298,45 @@ class LoadAware:
         for resource, weight in self.scored:
             reader = self.readers[resource]
             reading = reader.read(nodes)
-            parts.append(_Part(reader, reading, self.predict(resource, reading, nodes, pod), weight))
+            estimate = self.estimate(pod, resource)
+            if estimate == self._last_estimate.get(resource):  # pods alike: their scores by row are kept
+                predicted, raw, score = self.score_memos[resource].get(reading, nodes, estimate)
+            else:
+                predicted, raw, score = self._scores(resource, reading, nodes, estimate)
+                self._last_estimate[resource] = estimate
+            parts.append(_Part(reader, reading, predicted, raw, score, weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
+        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: its raw score
+            return parts[0].raw
         usable = np.logical_and.reduce([p.reading.usable for p in parts])
         mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
-        raw = np.floor(np.minimum(mean, MAX_RAW_SCORE) + 0.5)  # half up
-        return np.where(usable, raw, NO_DATA).astype(np.int64)
+        return _raw_score(np.asarray(mean), usable)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        parts = _score_state(state).parts
+        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: its score
+            return parts[0].reader.apply_policy(parts[0].score, parts[0].reading)
         total = np.zeros(len(scores), dtype=np.int64)
-        for part in _score_state(state).parts:
-            usable = part.reading.usable
-            predicted = np.where(usable, part.predicted, 0.0)
-            if self.args.strategy == LEAST_UTILIZED:
-                score = least_utilized(predicted)
-            else:
-                score = target_packing(predicted, self.args.target_utilization)
-            total += part.weight * part.reader.apply_policy(score, part.reading)
+        for part in parts:
+            total += part.weight * part.reader.apply_policy(part.score, part.reading)
         return total // self.total_weight
+
+    def _memo_scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: Hashable
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._scores(resource, reading, nodes, cast(float, estimate))
+
+    def _scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node, with a pod of ``estimate``: the prediction, the raw score it alone gives, and the
+        strategy's score (0% where the node has no fresh data: the data policy replaces it)."""
+        predicted = self._predict(resource, reading, nodes, estimate)
+        usable = reading.usable
+        known = np.where(usable, predicted, 0.0)
+        if self.args.strategy == LEAST_UTILIZED:
+            score = least_utilized(known)
+        else:
+            score = target_packing(known, self.args.target_utilization)
+        return predicted, _raw_score(predicted, usable), score
 
     # -- prediction ------------------------------------------------------------------
     def estimate(self, pod: Pod, resource: str) -> float:
@@ -309,32 +345,65 @@ class LoadAware:
 
     def predict(self, resource: str, reading: Reading, nodes: NodeBatch, pod: Pod | None) -> np.ndarray:
         """Predicted utilization in percent per node: measured + in-flight (+ ``pod`` when given)."""
-        pods = reading.in_flight_pods
-        requests = np.fromiter(map(NON_ZERO_REQUEST[resource], pods), dtype=np.float64, count=len(pods))
-        load = reading.in_flight_sum(requests * self.args.estimator.of(resource))
-        if pod is not None:
-            load += self.estimate(pod, resource)
-        allocatable = nodes.allocatable(resource).astype(np.float64)
-        # A node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it.
-        added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
-        measured = np.clip(reading.values, 0.0, 1.0)  # NaN (no value) stays NaN
-        return np.round((measured + added) * 100.0, _DECIMALS)
+        return self._predict(resource, reading, nodes, None if pod is None else self.estimate(pod, resource))
+
+    def _predict(self, resource: str, reading: Reading, nodes: NodeBatch, extra: float | None) -> np.ndarray:
+        load = reading.in_flight_load(self.estimators[resource])
+        if extra:
+            load += extra
+        column = nodes.table.resource_index.get(resource)
+        if column is None:
+            allocatable = np.zeros(len(nodes), dtype=np.float64)
+        else:
+            allocatable = nodes.resource_matrix("allocatable")[:, column].astype(np.float64)
+        if len(allocatable) and allocatable.min() > 0.0:
+            added = np.divide(load, allocatable, out=load)
+        else:  # a node without the resource adds nothing here; NodeResourcesFit rejects it if the pod needs it
+            added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
+        added += reading.transformed(_measured)
+        added *= 100.0
+        return np.round(added, _DECIMALS, out=added)
+
+
+def _raw_score(predicted: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """The raw score: predicted percent rounded half up (capped), NO_DATA where not ``usable``.
+    NaN (no value) is never usable; inf is capped as the largest float is."""
+    raw = np.minimum(predicted, MAX_RAW_SCORE)
+    raw += 0.5
+    return np.where(usable, np.floor(raw, out=raw), NO_DATA).astype(np.int64)
+
+
+def _measured(values: np.ndarray) -> np.ndarray:
+    """The metric as a fraction in [0, 1] (NaN, no value, stays NaN)."""
+    return np.clip(values, 0.0, 1.0)
 
 
 def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:
     """Trimaran TLP over predicted utilization (percent): int scores in [0, 100], floored."""
     u = np.asarray(predicted, dtype=np.float64)
-    below = (MAX_NODE_SCORE - target) * u / target + target
-    above = target * (MAX_NODE_SCORE - u) / (MAX_NODE_SCORE - target)
+    below = (MAX_NODE_SCORE - target) * u
+    below /= target
+    below += target
+    above = MAX_NODE_SCORE - u
+    above *= target
+    above /= MAX_NODE_SCORE - target
+    # Above 100% (and below a target under 100) ``above`` is negative: the clip gives MIN_NODE_SCORE.
     score = np.where(u <= target, below, above)
-    score = np.where(u > MAX_NODE_SCORE, MIN_NODE_SCORE, score)
-    return np.clip(np.floor(score + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+    score += _EPS
+    return _clip_score(np.floor(score, out=score)).astype(np.int64)
 
 
 def least_utilized(predicted: np.ndarray) -> np.ndarray:
     """``100 - U`` (percent), floored and clipped to [0, 100]."""
     u = np.asarray(predicted, dtype=np.float64)
-    return np.clip(np.floor(MAX_NODE_SCORE - u + _EPS), MIN_NODE_SCORE, MAX_NODE_SCORE).astype(np.int64)
+    score = MAX_NODE_SCORE - u
+    score += _EPS
+    return _clip_score(np.floor(score, out=score)).astype(np.int64)
+
+
+def _clip_score(score: np.ndarray) -> np.ndarray:
+    """``score`` (a new float array) clipped to [MIN_NODE_SCORE, MAX_NODE_SCORE] in place."""
+    return np.minimum(np.maximum(score, MIN_NODE_SCORE, out=score), MAX_NODE_SCORE, out=score)
 
 
 def factory(args: LoadAwareArgs | None, handle: Handle) -> LoadAware:

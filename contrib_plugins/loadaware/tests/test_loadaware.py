@@ -22,13 +22,21 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError
 from scorer.explain import explain_pod
-from scorer.framework import Code
+from scorer.framework import Code, CycleState, NodeBatch
 from scorer.framework.events import ClusterEvent, matches
 from scorer.model import load_objects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
-from scorer.testing import make_handle, make_node, make_pod, make_source_hub, plugin_config, run_plugin
+from scorer.testing import (
+    make_cache,
+    make_handle,
+    make_node,
+    make_pod,
+    make_source_hub,
+    plugin_config,
+    run_plugin,
+)
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PATH = "profiles[0].pluginConfig[0].args"
@@ -228,6 +236,42 @@ def test_in_flight_settle_time_and_ttl(ago, sample_age, policy, counted):
     plugin = build({}, args, hub)
     place(hub, "p1", "a", ago=ago)
     assert run_plugin(plugin, IDLE_POD, nodes("a")).raw_scores["a"] == (31 if counted else 10)
+
+
+def test_kept_verdicts_and_scores_match_computing_them_afresh():
+    """Filter's verdicts and Score's scores kept by node (``RowMemo``) are what computing them on the
+    batch gives, through placements, a removal, batches that cover part of the nodes, pods of
+    another size, a node whose allocatable changes and a clock that makes a value stale."""
+    names = [f"n{i}" for i in range(12)]
+    clock = [1_000_000.0]
+    hub = make_source_hub({"cpu_utilization": {n: (0.05 + 0.08 * i, 10.0 * i) for i, n in enumerate(names)}},
+                          clock=lambda: clock[0])
+    plugin = build({}, {"usageThresholds": {"cpu": 70}, "policy": {"maxAge": "100s"}}, hub)
+    cache = make_cache(nodes(*names))
+    rng = np.random.default_rng(5)
+    small, large = make_pod("small", cpu="300m"), make_pod("large", cpu="2")
+    reader = plugin.readers["cpu"]
+    for step in range(60):
+        hub.in_flight.placed(make_pod(f"p{step}", cpu="500m"), names[int(rng.integers(12))], at=clock[0])
+        if step == 20:
+            hub.in_flight.removed(make_pod("p3").key)
+        if step == 30:
+            cache.update_node(make_node("n4", cpu="8", memory="32Gi"))
+        if step == 40:
+            clock[0] += 15.0  # n9 (90s old) turns stale
+        rows = np.sort(rng.choice(12, size=int(rng.integers(1, 13)), replace=False))
+        batch = NodeBatch(cache.table, rows)
+        pod = small if step % 7 else large
+        state = CycleState()
+        verdict = plugin.filter_batch(state, pod, batch)
+        reading = reader.read(batch)
+        over = reading.usable & (plugin.predict("cpu", reading, batch, None) > 70)
+        assert verdict.failed.tolist() == over.tolist()
+        raw = plugin.score_batch(state, pod, batch)
+        predicted, expected_raw, score = plugin._scores("cpu", reading, batch, plugin.estimate(pod, "cpu"))
+        assert raw.tolist() == expected_raw.tolist()
+        assert plugin.normalize_score(state, pod, raw).tolist() == reader.apply_policy(score, reading).tolist()
+    assert cache.table.nodes_version > 0
 
 
 def test_in_flight_memory_uses_the_memory_factor():

@@ -41,6 +41,7 @@ from scorer.sources import (
     template_errors,
 )
 from scorer.sources.query import BY, DEVICE, RANGE
+from scorer.state.nodetable import PODS
 
 if TYPE_CHECKING:
     from scorer.framework import CycleState
@@ -202,12 +203,17 @@ class NetworkTraffic:
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
         cap = MAX_RAW_SCORE / scale
-        raw = np.clip(finite(traffic), -cap, cap) * scale
-        return np.where(reading.usable, np.rint(raw), NO_DATA).astype(np.int64)
+        # NaN (no value) stays NaN here and gets NO_DATA; traffic is finite elsewhere (scaled).
+        raw = np.minimum(np.maximum(traffic, -cap), cap)
+        raw *= scale
+        np.rint(raw, out=raw)
+        return (raw if reading.all_usable else np.where(reading.usable, raw, NO_DATA)).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         score_state = _score_state(state)
         reading = score_state.reading
+        if reading.all_usable:  # every node usable, its traffic finite
+            return _normalize_finite(np.maximum(score_state.traffic, 0.0))
         return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
     def _traffic(self, reading: Reading, nodes: NodeBatch) -> tuple[np.ndarray, float]:
@@ -217,19 +223,19 @@ class NetworkTraffic:
 
         The per-pod estimate is the configured one, or the mean traffic per running pod on the nodes
         with fresh data, each node counted as one pod of baseline: sum(values) / (pods + nodes)."""
-        usable = reading.usable
-        fresh = reading.values[usable]
+        all_usable = reading.all_usable
+        fresh = reading.values if all_usable else reading.values[reading.usable]
         configured = self.args.pod_traffic_estimate
         scale = _power_of_two_below(max(float(np.abs(fresh).max()) if len(fresh) else 0.0, configured or 0.0))
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
-            if configured is not None:
-                per_pod = configured / scale
-            elif len(fresh):
-                per_pod = float((fresh / scale).sum() / (nodes.requested("pods")[usable].sum() + len(fresh)))
-            else:
-                per_pod = 0.0
-            traffic = reading.values / scale + reading.in_flight_sum(np.full(len(reading.in_flight_pods), per_pod))
-        return traffic, scale
+            per_pod = configured / scale if configured is not None else 0.0
+            scaled = reading.values / scale
+            if configured is None and len(fresh):
+                pods_column = nodes.resource_matrix("requested")[:, PODS]
+                pods = (pods_column if all_usable else pods_column[reading.usable]).sum()
+                per_pod = float((scaled if all_usable else fresh / scale).sum() / (pods + len(fresh)))
+            scaled += reading.in_flight_each(per_pod)
+        return scaled, scale
 
 
 def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
@@ -237,19 +243,29 @@ def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:
 
     Infinite traffic counts as the largest float and negative traffic as 0 (it scores 100 either
     way); values are divided by a power of two near the max first, so ``traffic * 100`` stays finite."""
-    out = np.zeros(len(traffic), dtype=np.int64)
     if not usable.any():
-        return out
-    values = np.where(usable, finite(np.maximum(traffic, 0.0)), 0.0)
+        return np.zeros(len(traffic), dtype=np.int64)
+    values = finite(np.where(usable, np.maximum(traffic, 0.0), 0.0))
     highest = float(values.max())
     if highest <= 0:
-        out[usable] = MAX_NODE_SCORE
-        return out
+        return np.where(usable, MAX_NODE_SCORE, 0)
+    return _normalize_finite(values, highest)
+
+
+def _normalize_finite(values: np.ndarray, highest: float | None = None) -> np.ndarray:
+    """``normalize`` of finite traffic, at least 0, every node usable (``values``, a new array, is
+    changed in place; ``highest`` is its max if known)."""
+    highest = float(values.max()) if highest is None else highest
+    if highest <= 0:
+        return np.full(len(values), MAX_NODE_SCORE, dtype=np.int64)
     scale = _power_of_two_below(highest)
-    with np.errstate(under="ignore"):
-        values = values / scale
-    out[:] = MAX_NODE_SCORE - np.floor(values * MAX_NODE_SCORE / (highest / scale)).astype(np.int64)
-    return np.clip(out, 0, MAX_NODE_SCORE)
+    if scale != 1.0:  # (dividing by 1 changes nothing)
+        with np.errstate(under="ignore"):
+            values /= scale
+    values *= MAX_NODE_SCORE
+    values /= highest / scale
+    # In [0, 100]: 0 <= values <= highest, and the largest gives 100 (or a hair above, floored to 100).
+    return MAX_NODE_SCORE - np.floor(values, out=values).astype(np.int64)
 
 
 def _power_of_two_below(value: float) -> float:

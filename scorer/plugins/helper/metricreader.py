@@ -1,6 +1,6 @@
 """MetricReader: one plugin's view of one source, under the plugin's data policy.
 
-Per scheduling cycle a plugin calls ``reader.read(nodes)`` once and gets a
+Per scheduling cycle a plugin calls ``reader.read(nodes)`` and gets a
 ``Reading``: the value, its age and its state for every node of the batch,
 plus the pods placed on those nodes since their last sample (in-flight).
 
@@ -19,10 +19,20 @@ Policy (``onMissing``) for nodes that are not fresh: ``neutral`` scores 50,
 it 0 if the profile enables the plugin at Score only). Two cases fail open to
 neutral whatever the policy says, so a metrics outage never blocks the
 whole cluster: the source is warming up, or no node at all has fresh data.
+
+Reading costs O(batch) numpy work and no Python loop over nodes or pods: a
+source's values only change when it refreshes, and one placement adds one
+in-flight pod, so the reader keeps, per node table, the values, sample
+times and states by row (rebuilt when the source's data or the table's rows
+change, and the states when a fresh value turns stale) and the in-flight
+pods' count and per-pod sums by row (``Reading.in_flight_load``), updated
+with the placements made since the last read and rebuilt when an entry goes.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import attrs
@@ -34,6 +44,7 @@ from scorer.framework.runtime import Handle
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.model import Pod
 from scorer.sources.args import DataPolicyArgs, SourceArgs
+from scorer.sources.data import SourceData
 from scorer.sources.hub import SourceHub
 from scorer.sources.source import MetricsSource
 from scorer.sources.telemetry import STATES
@@ -47,6 +58,15 @@ NEUTRAL_SCORE = (MIN_NODE_SCORE + MAX_NODE_SCORE) // 2
 # With ``filter``, rejected nodes never reach Score; if the profile runs the plugin
 # at Score only, the node gets the lowest score instead.
 POLICY_SCORES = {"neutral": NEUTRAL_SCORE, "min": MIN_NODE_SCORE, "max": MAX_NODE_SCORE, "filter": MIN_NODE_SCORE}
+
+#: A per-pod quantity summed over the in-flight pods of each node (``Reading.in_flight_load``).
+PodQuantity = Callable[[Pod], float]
+
+_NO_ENTRIES = np.zeros(0, dtype=np.int64)
+#: New in-flight entries up to this many are added to a reader's sums one by one (cheaper than numpy).
+_ONE_BY_ONE = 8
+#: Node tables a reader keeps rows for: the scheduler's, and the scratch copies nominated pods use.
+_TABLES_KEPT = 4
 
 
 def finite(values: np.ndarray) -> np.ndarray:
@@ -65,38 +85,254 @@ def source_hub(handle: Handle) -> SourceHub:
     return handle.sources
 
 
-@attrs.frozen(slots=True)
-class Reading:
-    """What one plugin sees of one metric for the nodes of a batch (arrays in batch order)."""
+class _InFlight:
+    """The in-flight pods one reader counts on one table, by row: updated in place with the tracker's
+    new entries while its epoch holds (``seen`` entries so far), replaced when it changes."""
 
-    values: np.ndarray  # float64, NaN where the node has no value
-    ages: np.ndarray  # float64 seconds since the sample, NaN where no value
-    state: np.ndarray  # int8, one of FRESH, STALE, MISSING, WARMING_UP
-    in_flight_positions: np.ndarray  # int64 batch positions, one per in-flight pod
-    in_flight_pods: tuple[Pod, ...]
-    fail_open: bool  # policy overridden to neutral: warming up, or no node has fresh data
-    now: float
+    __slots__ = ("epoch", "seen", "counts", "top", "sums", "overflowed")
+
+    def __init__(self, epoch: int, rows: int) -> None:
+        self.epoch = epoch
+        self.seen = 0
+        self.counts = np.zeros(rows, dtype=np.int64)
+        self.top = 0  # the largest count
+        self.sums: dict[PodQuantity, np.ndarray] = {}  # float64 per row
+        self.overflowed = False  # some sum is not finite: saturated when read
+
+
+class _Entries:
+    """The tracker's first ``seen`` entries as a Reading saw them, and the reader's test of which count
+    (a plain slotted class: one is made per placement and reader, attrs' frozen init costs more)."""
+
+    __slots__ = ("rows", "placed_at", "pods", "sampled", "settle")
+
+    def __init__(self, rows: np.ndarray, placed_at: np.ndarray, pods: Sequence[Pod], sampled: np.ndarray,
+                 settle: float) -> None:
+        self.rows = rows  # table row per entry (-1: a node not in the table)
+        self.placed_at = placed_at
+        self.pods = pods  # indexed by entry (may hold later ones)
+        self.sampled = sampled  # sample time per table row
+        self.settle = settle
+
+    def kept(self) -> np.ndarray:
+        """Per entry: counted, on a node of the table whose last sample is older than the placement plus
+        ``settle`` (a sample taken ``settle`` seconds after it shows the pod's load)."""
+        sampled = self.sampled[np.maximum(self.rows, 0)] if len(self.sampled) else np.full(len(self.rows), np.nan)
+        with np.errstate(invalid="ignore"):
+            return (self.rows >= 0) & (np.isnan(sampled) | (sampled < self.placed_at + self.settle))
+
+    def sum_rows(self, quantity: PodQuantity, kept: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out`` plus ``quantity`` of each kept entry's pod at its row, added in entry order."""
+        chosen = np.flatnonzero(kept)
+        if len(chosen):
+            pods = self.pods
+            per_pod = np.fromiter((quantity(pods[i]) for i in chosen.tolist()), np.float64, len(chosen))
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.add.at(out, self.rows[chosen], per_pod)
+        return out
+
+
+class _Rows:
+    """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
+
+    __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "all_fresh",
+                 "state_at", "oldest_fresh", "in_flight", "flight_entries", "flight_changes", "transformed")
+
+    def __init__(self, table: Any, data: SourceData) -> None:
+        self.table = table
+        self.layout = table.layout_version
+        self.generation = data.generation
+        n = len(table.names)
+        values = np.full(n, np.nan)
+        times = np.full(n, np.nan)
+        newest = -np.inf
+        for row, name in enumerate(table.names):
+            v = data.values.get(name)
+            if v is not None:
+                values[row] = v
+                times[row] = t = data.sample_times[name]
+                if t > newest:
+                    newest = t
+        self.values, self.times, self.newest = values, times, newest
+        self.state = np.zeros(0, dtype=np.int8)
+        self.usable = np.zeros(0, dtype=bool)
+        self.all_fresh = False  # every row is fresh: so is every batch
+        self.state_at = np.inf  # when ``state`` was computed (inf: never)
+        self.oldest_fresh = np.nan  # the oldest sample time of a fresh node (NaN: none)
+        self.in_flight: _InFlight | None = None
+        self.flight_entries: _Entries | None = None  # the tracker's columns as of ``flight_changes`` changes
+        self.flight_changes = -1
+        self.transformed: dict[Callable[[np.ndarray], np.ndarray], np.ndarray] = {}
+
+    def states(self, now: float, max_age: float) -> tuple[np.ndarray, np.ndarray]:
+        """(state, usable) per row at ``now``. Ages only grow, so they are recomputed only when the
+        clock went back or the oldest fresh value has aged past ``max_age`` (the same float test)."""
+        oldest = self.oldest_fresh
+        if not (self.state_at <= now and (oldest != oldest or now - oldest <= max_age)):  # NaN: no fresh node
+            with np.errstate(invalid="ignore"):
+                ages = np.maximum(now - self.times, 0.0)
+                state = np.full(len(self.values), FRESH, dtype=np.int8)
+                missing = np.isnan(self.values)
+                state[missing] = MISSING
+                state[~missing & (ages > max_age)] = STALE
+            self.state, self.usable, self.state_at = state, state == FRESH, now
+            self.all_fresh = bool(self.usable.all())
+            fresh_times = self.times[self.usable]
+            self.oldest_fresh = float(fresh_times.min()) if len(fresh_times) else np.nan
+        return self.state, self.usable
+
+
+class Reading:
+    """What one plugin sees of one metric for the nodes of a batch (arrays in batch order).
+
+    ``values`` (float64, NaN where the node has no value), ``state`` (int8: FRESH, STALE,
+    MISSING or WARMING_UP), the usable mask, ages and the in-flight pods are gathered from the
+    reader's arrays by row when first asked for (a plugin that keeps its results by node asks
+    for none of them), the in-flight sums while no placement came since the read."""
+
+    __slots__ = ("fail_open", "now", "_rows", "_by_row", "_times", "_state_by_row", "_usable_by_row", "_values",
+                 "_state", "_usable", "_all_usable", "_in_flight", "_seen", "_entries")
+
+    def __init__(self, fail_open: bool, now: float, rows: np.ndarray, by_row: _Rows,
+                 states: tuple[np.ndarray, np.ndarray] | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
+        self.fail_open = fail_open  # policy overridden to neutral: warming up, or no node has fresh data
+        self.now = now
+        self._rows = rows
+        self._by_row = by_row
+        self._times = by_row.times
+        # (state, usable) by row; None while the source warms up (every node WARMING_UP).
+        self._state_by_row: np.ndarray | None = states[0] if states is not None else None
+        self._usable_by_row: np.ndarray | None = states[1] if states is not None else None
+        self._values: np.ndarray | None = None
+        self._state: np.ndarray | None = None
+        self._usable: np.ndarray | None = None
+        self._all_usable = True if states is not None and by_row.all_fresh else None
+        self._in_flight: _InFlight | None = in_flight[0] if in_flight is not None else None
+        self._entries: _Entries | None = in_flight[1] if in_flight is not None else None
+        self._seen = self._in_flight.seen if self._in_flight is not None else 0
+
+    @property
+    def ages(self) -> np.ndarray:
+        """float64 seconds since the sample, NaN where no value."""
+        with np.errstate(invalid="ignore"):
+            return np.maximum(self.now - self._times[self._rows], 0.0)
+
+    @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            self._values = self._by_row.values[self._rows]
+        return self._values
+
+    @property
+    def state(self) -> np.ndarray:
+        if self._state is None:
+            self._state = np.full(len(self._rows), WARMING_UP, dtype=np.int8) if self._state_by_row is None \
+                else self._state_by_row[self._rows]
+        return self._state
 
     @property
     def usable(self) -> np.ndarray:
-        return self.state == FRESH
+        if self._usable is None:
+            self._usable = self.state == FRESH if self._usable_by_row is None else self._usable_by_row[self._rows]
+        return self._usable
+
+    @property
+    def all_usable(self) -> bool:
+        """Every node of the batch has fresh data (known without a pass when every node of the table has)."""
+        if self._all_usable is None:
+            self._all_usable = bool(self.usable.all())
+        return self._all_usable
+
+    def transformed(self, transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """``transform(values)`` for the nodes of the batch, worked out once over every node per source
+        reading and node layout (``transform`` works elementwise; pass the same one every cycle)."""
+        by_row = self._by_row
+        out = by_row.transformed.get(transform)
+        if out is None:
+            out = by_row.transformed[transform] = transform(by_row.values)
+        return out[self._rows]
+
+    def _current(self) -> _InFlight | None:
+        """The reader's sums by row if they are still those of this reading."""
+        flight = self._in_flight
+        return flight if flight is not None and flight.seen == self._seen else None
 
     def in_flight_counts(self) -> np.ndarray:
-        return np.bincount(self.in_flight_positions, minlength=len(self.values)).astype(np.int64)
+        """int64 per node: the in-flight pods counted on it."""
+        flight = self._current()
+        if flight is not None:
+            return flight.counts[self._rows]
+        return np.bincount(self.in_flight_positions, minlength=len(self._rows)).astype(np.int64)
+
+    def in_flight_load(self, quantity: PodQuantity) -> np.ndarray:
+        """Per node, ``quantity(pod)`` summed over its in-flight pods (the floats ``in_flight_sum``
+        gives), saturated at the largest float. Pass the same callable every cycle: the reader keeps
+        its sums by row and adds each placement once, instead of summing every in-flight pod per read."""
+        flight, entries = self._current(), self._entries
+        if flight is None or entries is None:
+            pods = self.in_flight_pods
+            return self.in_flight_sum(np.fromiter(map(quantity, pods), np.float64, len(pods)))
+        sums = flight.sums.get(quantity)
+        if sums is None:
+            sums = flight.sums[quantity] = entries.sum_rows(quantity, entries.kept(), np.zeros(len(self._times)))
+            flight.overflowed |= not np.isfinite(sums).all()
+        return finite(sums[self._rows]) if flight.overflowed else sums[self._rows]
+
+    def in_flight_each(self, per_pod: float) -> np.ndarray:
+        """Per node, ``per_pod`` added once per in-flight pod (the floats ``in_flight_sum`` of that
+        value for every pod gives), saturated at the largest float."""
+        counts = self.in_flight_counts()
+        flight = self._current()
+        top = flight.top if flight is not None else int(counts.max()) if len(counts) else 0  # at least the batch's
+        if not top or per_pod == 0.0:
+            return np.zeros(len(counts), dtype=np.float64)
+        if top <= 3 and 0.0 < per_pod < FLOAT_MAX / 4:  # 0 + p, + p, + p: k * p rounded once, as one product
+            return counts * per_pod
+        running = np.full(top + 1, per_pod)  # running[k]: k copies of per_pod added one after the other
+        running[0] = 0.0
+        if abs(per_pod) * (top + 1) < FLOAT_MAX / 2:  # no sum overflows (NaN fails the test)
+            return np.add.accumulate(running, out=running)[counts]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.accumulate(running, out=running)
+        return finite(running[counts])
+
+    # -- the in-flight pods one by one (explain, tests) ------------------------------------
+    @property
+    def in_flight_positions(self) -> np.ndarray:
+        """int64 batch positions, one per in-flight pod on a node of the batch (entry order)."""
+        return self._chosen()[1]
+
+    @property
+    def in_flight_pods(self) -> tuple[Pod, ...]:
+        chosen, _ = self._chosen()
+        pods = self._entries.pods if self._entries is not None else ()
+        return tuple(pods[i] for i in chosen.tolist())
 
     def in_flight_sum(self, per_pod: np.ndarray) -> np.ndarray:
-        """Per node, the sum of ``per_pod`` (one value per in-flight pod), saturated at the largest
-        float: huge estimates never become inf or NaN, nor raise numpy warnings."""
-        out = np.zeros(len(self.values), dtype=np.float64)
+        """Per node, the sum of ``per_pod`` (one value per pod of ``in_flight_pods``), saturated at
+        the largest float: huge estimates never become inf or NaN, nor raise numpy warnings."""
+        out = np.zeros(len(self._rows), dtype=np.float64)
         if len(per_pod):
             with np.errstate(over="ignore", invalid="ignore"):
                 np.add.at(out, self.in_flight_positions, per_pod)
             out = finite(out)
         return out
 
+    def _chosen(self) -> tuple[np.ndarray, np.ndarray]:
+        """(entry indices, batch positions) of the in-flight pods counted on nodes of the batch."""
+        entries = self._entries
+        if entries is None:
+            return _NO_ENTRIES, _NO_ENTRIES
+        position_of_row = np.full(len(self._times) + 1, -1, dtype=np.int64)  # last slot: unknown node
+        position_of_row[self._rows] = np.arange(len(self._rows))
+        positions = position_of_row[entries.rows]
+        chosen = np.flatnonzero(entries.kept() & (positions >= 0))
+        return chosen, positions[chosen]
+
 
 class MetricReader:
-    """Reads ``source`` for ``plugin`` under ``policy``; cached per source generation and node layout."""
+    """Reads ``source`` for ``plugin`` under ``policy``; what it derives by row is kept per node
+    table until the source's data or the table's rows change."""
 
     def __init__(self, hub: SourceHub, plugin: str, metric: str, source: MetricsSource, policy: DataPolicyArgs,
                  source_args: SourceArgs) -> None:
@@ -108,84 +344,95 @@ class MetricReader:
         self.max_age = policy.max_age_seconds(source_args)
         self.settle = policy.in_flight.settle_time.total_seconds()
         self.ttl = policy.in_flight.ttl.total_seconds()
-        self._key: tuple[int, int, int] | None = None
-        self._values_by_row = np.zeros(0)
-        self._times_by_row = np.zeros(0)
-        self._newest = -np.inf  # the newest sample time of any node (-inf: none)
+        self._tables: dict[int, _Rows] = {}  # by id(table), least recently read first
+        self._last: _Rows | None = None  # the one read last
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
         flight = f"in-flight settle {self.settle:g}s" if self.policy.in_flight.enabled else "in-flight off"
         return f"maxAge {self.max_age:g}s, onMissing {self.policy.on_missing}, {flight}"
 
-    def _columns(self, table: Any) -> tuple[np.ndarray, np.ndarray]:
-        data = self.source.data
-        key = (id(table), table.layout_version, data.generation)
-        if key != self._key:
-            n = len(table.names)
-            values = np.full(n, np.nan)
-            times = np.full(n, np.nan)
-            newest = -np.inf
-            for row, name in enumerate(table.names):
-                v = data.values.get(name)
-                if v is not None:
-                    values[row] = v
-                    times[row] = t = data.sample_times[name]
-                    if t > newest:
-                        newest = t
-            self._values_by_row, self._times_by_row, self._newest, self._key = values, times, newest, key
-        return self._values_by_row, self._times_by_row
+    def _rows(self, table: Any, data: SourceData) -> _Rows:
+        last = self._last
+        if last is not None and last.table is table and last.layout == table.layout_version \
+                and last.generation == data.generation:
+            return last
+        rows = self._tables.pop(id(table), None)
+        if rows is None or rows.table is not table or rows.layout != table.layout_version \
+                or rows.generation != data.generation:
+            rows = _Rows(table, data)
+        self._tables[id(table)] = rows
+        if len(self._tables) > _TABLES_KEPT:
+            del self._tables[next(iter(self._tables))]
+        self._last = rows
+        return rows
 
     def read(self, nodes: NodeBatch, now: float | None = None) -> Reading:
         now = self.hub.clock() if now is None else now
         table = nodes.table
         rows = nodes.rows
-        values_by_row, times_by_row = self._columns(table)
-        values = values_by_row[rows]
-        times = times_by_row[rows]
-        with np.errstate(invalid="ignore"):
-            ages = np.maximum(now - times, 0.0)
-        state = np.full(len(rows), FRESH, dtype=np.int8)
-        missing = np.isnan(values)
-        state[missing] = MISSING
-        with np.errstate(invalid="ignore"):
-            state[~missing & (ages > self.max_age)] = STALE
-        warming = self.source.data.warming_up
-        if warming:
-            state[:] = WARMING_UP
-            fail_open = True
-        else:
-            fail_open = not now - self._newest <= self.max_age  # no node has fresh data
-        positions, pods = self._in_flight(table, rows, times_by_row, now)
-        return Reading(values, ages, state, positions, pods, fail_open, now)
+        data = self.source.data
+        by_row = self._rows(table, data)
+        if data.warming_up:
+            return Reading(True, now, rows, by_row, None, self._in_flight(by_row, now))
+        fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
+        return Reading(fail_open, now, rows, by_row, by_row.states(now, self.max_age), self._in_flight(by_row, now))
 
-    def _in_flight(self, table: Any, rows: np.ndarray, times_by_row: np.ndarray, now: float
-                   ) -> tuple[np.ndarray, tuple[Pod, ...]]:
+    def _in_flight(self, by_row: _Rows, now: float) -> tuple[_InFlight, _Entries] | None:
+        """The in-flight pods by row, brought up to date with the tracker (None: none are counted)."""
         tracker = self.hub.in_flight
         if not self.policy.in_flight.enabled or not tracker.entries:
-            return np.zeros(0, dtype=np.int64), ()
+            return None
         tracker.prune(now, self.ttl)
-        entry_rows, placed_at, pods = tracker.columns(table)
-        if not len(entry_rows):
-            return np.zeros(0, dtype=np.int64), ()
-        position_of_row = np.full(len(table.names) + 1, -1, dtype=np.int64)  # last slot: unknown node
-        position_of_row[rows] = np.arange(len(rows))
-        positions = position_of_row[entry_rows]
-        sampled = times_by_row[np.maximum(entry_rows, 0)] if len(times_by_row) else np.full(len(entry_rows), np.nan)
-        # Counted until a sample taken ``settle`` seconds after the placement arrives.
-        with np.errstate(invalid="ignore"):
-            keep = (positions >= 0) & (np.isnan(sampled) | (sampled < placed_at + self.settle))
-        if keep.all():  # the common case: every placement is still unseen, on a node of the batch
-            return positions, pods
-        chosen = np.flatnonzero(keep)
-        return positions[chosen], tuple(pods[i] for i in chosen.tolist())
+        flight, entries = by_row.in_flight, by_row.flight_entries
+        if flight is not None and entries is not None and by_row.flight_changes == tracker.changes:
+            return flight, entries  # nothing placed or removed since the last read
+        entry_rows, placed_at, pods = tracker.columns(by_row.table)
+        entries = by_row.flight_entries = _Entries(entry_rows, placed_at, pods, by_row.times, self.settle)
+        by_row.flight_changes = tracker.changes
+        if flight is None or flight.epoch != tracker.epoch:  # entries went, or the columns were rebuilt
+            flight = by_row.in_flight = _InFlight(tracker.epoch, len(by_row.times))
+        if flight.seen < len(entry_rows):
+            self._add_entries(flight, entries)
+        return flight, entries
+
+    def _add_entries(self, flight: _InFlight, entries: _Entries) -> None:
+        """Count the entries ``flight`` has not seen (a few per cycle: one by one; else vectorized),
+        each added after the earlier ones, as a sum over all of them adds it."""
+        start, end = flight.seen, len(entries.rows)
+        if end - start > _ONE_BY_ONE:
+            new = _Entries(entries.rows[start:], entries.placed_at[start:], entries.pods[start:end],
+                           entries.sampled, entries.settle)
+            kept = new.kept()
+            np.add.at(flight.counts, new.rows[kept], 1)
+            flight.top = int(flight.counts.max()) if len(flight.counts) else 0
+            for quantity, sums in flight.sums.items():
+                new.sum_rows(quantity, kept, sums)
+                flight.overflowed |= not np.isfinite(sums).all()
+        else:
+            sampled, counts, sums_by_quantity, pods = entries.sampled, flight.counts, flight.sums.items(), entries.pods
+            placed_at = entries.placed_at[start:end].tolist()
+            for i, row in enumerate(entries.rows[start:end].tolist(), start):
+                if row < 0:
+                    continue
+                t = float(sampled[row])
+                if t == t and not t < placed_at[i - start] + entries.settle:  # sampled since
+                    continue
+                count = counts[row] = counts[row] + 1
+                if count > flight.top:
+                    flight.top = int(count)
+                pod = pods[i]
+                for quantity, sums in sums_by_quantity:
+                    total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
+                    flight.overflowed |= not math.isfinite(total)
+        flight.seen = end
 
     # -- policy ------------------------------------------------------------------
     def apply_policy(self, scores: np.ndarray, reading: Reading) -> np.ndarray:
         """Scores in [0, 100] for fresh nodes; the policy's score for the others."""
-        bad = reading.state != FRESH
-        if not bad.any():
+        if reading.all_usable:
             return scores
+        bad = ~reading.usable
         policy = "neutral" if reading.fail_open else self.policy.on_missing
         out = np.where(bad, POLICY_SCORES[policy], scores).astype(np.int64)
         self._count(reading, bad, policy)
@@ -213,11 +460,12 @@ class MetricReader:
         """Per node: value, age, state, in-flight pods, policy (JSON-ready)."""
         reading = self.read(nodes, now)
         counts = reading.in_flight_counts()
+        ages = reading.ages
         names = nodes.names
         out: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):
             value = float(reading.values[i])
-            age = float(reading.ages[i])
+            age = float(ages[i])
             state = STATE_NAMES[int(reading.state[i])]
             out[name] = {
                 "plugin": self.plugin,
@@ -229,3 +477,83 @@ class MetricReader:
                           ("neutral (fail open)" if reading.fail_open else self.policy.on_missing),
             }
         return out
+
+
+#: Arrays over the nodes of a batch (one value each), from the reader's reading of them and a key.
+RowCompute = Callable[[Reading, NodeBatch, Hashable], tuple[np.ndarray, ...]]
+
+
+@attrs.define(slots=True, eq=False)
+class _MemoRows:
+    """A RowMemo's arrays over every row of one table, and what they were computed from."""
+
+    table: Any
+    by_row: _Rows  # the reader's rows, values and states they were computed from
+    usable: np.ndarray
+    flight: _InFlight | None
+    epoch: int
+    nodes_version: int
+    key: Hashable
+    seen: int  # in-flight entries accounted for
+    arrays: tuple[np.ndarray, ...]
+    stale: np.ndarray  # bool per row: an in-flight pod came since its values were computed
+    any_stale: bool = False
+
+
+class RowMemo:
+    """Per-node results a plugin derives from one reader, kept by table row between cycles.
+
+    For results that depend on each node alone (its value, state, in-flight pods and the node's
+    own data such as allocatable; not on the other nodes of the batch), ``get`` gathers the
+    batch's rows of arrays computed over the whole table, instead of computing them every cycle.
+    They are computed again when the source's data, the states, the in-flight columns, the
+    nodes or ``key`` change; a placement only marks its node, computed again when a batch next
+    holds it. ``compute(reading, nodes, key)`` must give the same values for a node whatever
+    batch it is in: then ``get`` returns exactly what ``compute`` would on the batch.
+    """
+
+    def __init__(self, reader: MetricReader, compute: RowCompute) -> None:
+        self.reader = reader
+        self.compute = compute
+        self._tables: dict[int, _MemoRows] = {}  # by id(table), oldest first
+
+    def get(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, ...]:
+        """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read)."""
+        table, rows = nodes.table, nodes.rows
+        by_row, flight = reading._by_row, reading._current()
+        epoch = flight.epoch if flight is not None else -1
+        memo = self._tables.get(id(table))
+        if memo is None or memo.table is not table or memo.by_row is not by_row or memo.usable is not by_row.usable \
+                or memo.flight is not flight or memo.epoch != epoch or memo.nodes_version != table.nodes_version \
+                or memo.key != key:
+            everything = NodeBatch(table, table.rows())
+            arrays = self.compute(self.reader.read(everything, reading.now), everything, key)
+            memo = _MemoRows(table, by_row, by_row.usable, flight, epoch, table.nodes_version, key, reading._seen,
+                             arrays, np.zeros(len(table), dtype=bool))
+            self._tables.pop(id(table), None)
+            self._tables[id(table)] = memo
+            if len(self._tables) > _TABLES_KEPT:
+                del self._tables[next(iter(self._tables))]
+        if reading._seen > memo.seen and reading._entries is not None:
+            stale = memo.stale
+            for row in reading._entries.rows[memo.seen:reading._seen].tolist():  # a placement or two per cycle
+                if row >= 0:
+                    stale[row] = True
+            memo.seen, memo.any_stale = reading._seen, True
+        if memo.any_stale:
+            self._refresh(memo, reading, nodes, key)
+        return tuple(array[rows] for array in memo.arrays)
+
+    def _refresh(self, memo: _MemoRows, reading: Reading, nodes: NodeBatch, key: Hashable) -> None:
+        """Compute again every row marked stale once the batch holds one: in one call, as batches go
+        round the table, for the placements of the cycles since the last time."""
+        if not memo.stale[nodes.rows].any():
+            return
+        stale = np.flatnonzero(memo.stale)
+        batch = NodeBatch(nodes.table, stale)
+        for array, values in zip(memo.arrays, self.compute(self.reader.read(batch, reading.now), batch, key),
+                                 strict=True):
+            array[stale] = values
+        memo.stale[stale] = False
+        memo.any_stale = False
+
