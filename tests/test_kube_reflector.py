@@ -691,6 +691,9 @@ async def test_a_real_compaction_gives_410_and_the_relist_delivers_the_gap(compa
             await until(lambda: _expired(compacting_plane, old), "etcd to compact the old version", timeout=20)
             proxy.clear()
             await until(in_step(reflector, cluster, "rf-compact"), "the re-list")
+            # The re-list's events can arrive before its watch is opened: wait for a watch past the 410'd one.
+            await until(lambda: any(w.query.get("resourceVersion") != old
+                                    for w in proxy.watches("/api/v1/pods")), "the watch after the re-list")
         watches = proxy.watches("/api/v1/pods")
     assert recorder.of("rf-compact/") == [("add", "rf-compact/a"), ("add", "rf-compact/b"),
                                           ("delete", "rf-compact/a"), ("update", "rf-compact/b"),
