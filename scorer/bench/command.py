@@ -46,7 +46,7 @@ from scorer.bench.workloads import DEFAULT_FILE as DEFAULT_WORKLOADS
 from scorer.bench.workloads import MAX_NODES, Workload, load_workloads, scheduler_name
 from scorer.config import load_and_resolve
 from scorer.errors import InputError
-from scorer.registry import build_registry
+from scorer.registry import PluginRegistry, build_registry
 
 DEFAULT_NODES = (100, 500, 1000, 5000, 15000, 50000)
 DEFAULT_PODS = 1000
@@ -159,17 +159,18 @@ def parse_list(option: str, text: str | None, least: int, most: int) -> list[int
 
 def run_bench(options: BenchOptions, out: Print, err: Print) -> int:
     """Plan, run, report; 0 (also when a point failed: it is reported). Bad input raises ``InputError``."""
-    _check_options(options)
+    registry = build_registry()
+    configured_percentage = _check_options(options, registry)
     baseline = report.read_result(options.compare) if options.compare is not None else None
     if options.e2e:
         reason = e2e.e2e_available()
         if reason is not None:
             raise InputError(f"--e2e: {reason}")
     workloads = _selected_workloads(options)
-    jobs = plan_in_process(workloads, options)
-    e2e_jobs = plan_e2e(workloads, options) if options.e2e else []
+    jobs = plan_in_process(workloads, options, configured_percentage)
+    e2e_jobs = plan_e2e(workloads, options, configured_percentage) if options.e2e else []
     points = _run(jobs, e2e_jobs, options, err)
-    result = collect(points, workloads, options)
+    result = collect(points, workloads, options, registry)
     result["fits"] = report.fit_slopes(points)
     result["summary"] = report.summary(result)
     if baseline is not None:
@@ -191,7 +192,9 @@ def run_bench(options: BenchOptions, out: Print, err: Print) -> int:
     return 0
 
 
-def _check_options(options: BenchOptions) -> None:
+def _check_options(options: BenchOptions, registry: PluginRegistry) -> int:
+    """``InputError`` for options that do not fit together; the ``--config`` file's percentageOfNodesToScore
+    (``ADAPTIVE`` without one), read while checking the file."""
     if options.scale is not None and options.cluster is None:
         raise InputError("--scale: only with --cluster FILE (it multiplies that cluster)")
     if options.scale is not None and options.scale < 1:
@@ -204,8 +207,11 @@ def _check_options(options: BenchOptions) -> None:
         raise InputError("--cluster and --workloads: one or the other (the cluster file is the workload)")
     if options.cluster is not None and not os.path.isfile(options.cluster):
         raise InputError(f"--cluster: {options.cluster}: no such file")
-    if options.config is not None:  # a bad configuration stops the run before it starts, naming the field
-        load_and_resolve(options.config, build_registry().catalog())
+    if options.config is None:
+        return ADAPTIVE
+    # a bad configuration stops the run before it starts, naming the field
+    loaded, _resolved = load_and_resolve(options.config, registry.catalog())
+    return int(loaded.percentage_of_nodes_to_score or ADAPTIVE)
 
 
 def _selected_workloads(options: BenchOptions) -> list[Workload]:
@@ -228,10 +234,12 @@ def _selected_workloads(options: BenchOptions) -> list[Workload]:
     return workloads
 
 
-def plan_in_process(workloads: list[Workload], options: BenchOptions) -> list[Job]:
-    """One job per workload, node count and percentage (node counts ascending: the small ones first)."""
+def plan_in_process(workloads: list[Workload], options: BenchOptions,
+                    configured_percentage: int = ADAPTIVE) -> list[Job]:
+    """One job per workload, node count and percentage (node counts ascending: the small ones first);
+    ``--cluster`` runs at ``configured_percentage`` (``--config``'s) unless ``--percentages`` is given."""
     if options.cluster is not None:
-        return _cluster_jobs(workloads[0], options)
+        return _cluster_jobs(workloads[0], options, configured_percentage)
     jobs = []
     for workload in workloads:
         sweep = options.nodes if options.nodes is not None else workload.sweep(list(DEFAULT_NODES))
@@ -243,28 +251,21 @@ def plan_in_process(workloads: list[Workload], options: BenchOptions) -> list[Jo
     return jobs
 
 
-def _cluster_jobs(workload: Workload, options: BenchOptions) -> list[Job]:
+def _cluster_jobs(workload: Workload, options: BenchOptions, configured_percentage: int) -> list[Job]:
     source = SetupSource(cluster_file=options.cluster, scale=options.scale or 1,
                          scheduler_name=scheduler_name(workload))
-    percentages = options.percentages or [_configured_percentage(options.config)]
+    percentages = options.percentages or [configured_percentage]
     # nodes 0: the file decides (the point reports the count it ran with); pods 0: the file's pending pods
     return [Job(source, PointSpec(workload.name, 0, options.pods or 0, percentage), workload.profile, options.config)
             for percentage in percentages]
 
 
-def _configured_percentage(config: str | None) -> int:
-    if config is None:
-        return ADAPTIVE
-    loaded, _resolved = load_and_resolve(config, build_registry().catalog())
-    return int(loaded.percentage_of_nodes_to_score or ADAPTIVE)
-
-
-def plan_e2e(workloads: list[Workload], options: BenchOptions) -> list[Job]:
+def plan_e2e(workloads: list[Workload], options: BenchOptions, configured_percentage: int = ADAPTIVE) -> list[Job]:
     """Each e2e workload (``--cluster``: the cluster) at the sweep's sizes up to ``E2E_MAX_NODES`` (all of
     ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating. The
     ``metrics`` profile stays in process: its generated snapshot has no end-to-end counterpart."""
     jobs = []
-    for job in plan_in_process(workloads, options):
+    for job in plan_in_process(workloads, options, configured_percentage):
         workload = job.source.workload
         if job.spec.percentage != ADAPTIVE or job.profile == "metrics" or (workload is not None and not workload.e2e):
             continue
@@ -319,7 +320,8 @@ def _point_name(point: dict[str, Any]) -> str:
 # -- the result -------------------------------------------------------------------------------
 
 
-def collect(points: list[dict[str, Any]], workloads: list[Workload], options: BenchOptions) -> dict[str, Any]:
+def collect(points: list[dict[str, Any]], workloads: list[Workload], options: BenchOptions,
+            registry: PluginRegistry) -> dict[str, Any]:
     """The result dict of ``scorer.bench.spec`` (fits, summary and compare filled in by the caller)."""
     return {
         "format": report.FORMAT,
@@ -328,7 +330,7 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
         "machine": machine(),
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
                      "kube_scheduler": KUBE_SCHEDULER_VERSION if options.e2e else None,
-                     "plugins": plugin_distributions()},
+                     "plugins": plugin_distributions(registry)},
         "config": {
             "workloads_file": None if options.cluster else str(options.workloads or DEFAULT_WORKLOADS),
             "workloads": [w.as_dict() for w in workloads],
@@ -343,9 +345,9 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
     }
 
 
-def plugin_distributions() -> dict[str, str]:
+def plugin_distributions(registry: PluginRegistry) -> dict[str, str]:
     """The installed plugin distributions other than scorer itself, with their versions (a profile may use them)."""
-    plugins = build_registry().plugins.values()
+    plugins = registry.plugins.values()
     return {info.source: info.version for info in sorted(plugins, key=lambda i: i.source) if info.source != "scorer"}
 
 
