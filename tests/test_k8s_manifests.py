@@ -471,7 +471,7 @@ def install_servicemonitor_crd(control_plane) -> Resources:
     path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
     for _ in range(100):  # bounded: Established within a second or two
         status, raw = control_plane.request("GET", path)
-        conditions = json.loads(raw).get("status", {}).get("conditions", [])
+        conditions = (json.loads(raw).get("status") or {}).get("conditions") or []
         if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
             return resources
         time.sleep(0.1)

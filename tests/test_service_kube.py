@@ -149,7 +149,7 @@ def test_unschedulable_pod_gets_event_and_condition_then_lands_on_a_new_node(pla
     events = wait_until(failed_event, 30, "a FailedScheduling event")
     assert events[0]["note"] == message
     assert events[0]["type"] == "Warning"
-    condition = wait_until(lambda: [c for c in cluster.pods(namespace)["big"]["status"].get("conditions", [])
+    condition = wait_until(lambda: [c for c in cluster.pods(namespace)["big"]["status"].get("conditions") or []
                                     if c["type"] == "PodScheduled"], 30, "the PodScheduled condition")[0]
     assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", message)
     assert proc.metric("scheduler_schedule_attempts_total", {"result": "unschedulable"}) >= 1
@@ -428,7 +428,7 @@ def test_a_pod_with_a_claim_is_not_ignored(plane, cluster, scorers, tmp_path):
                         30, "the claim pod's FailedScheduling event")
     assert "VolumeBinding" in events[0]["note"] and "PersistentVolumeClaim" in events[0]["note"]
     assert "web-0" not in cluster.bound(namespace)
-    condition = [c for c in cluster.pods(namespace)["web-0"]["status"].get("conditions", [])
+    condition = [c for c in cluster.pods(namespace)["web-0"]["status"].get("conditions") or []
                  if c["type"] == "PodScheduled"]
     assert condition and condition[0]["reason"] == "Unschedulable" and "VolumeBinding" in condition[0]["message"]
     assert proc.metric("scheduler_unschedulable_pods", {"plugin": "VolumeBinding"}) == 1

@@ -99,7 +99,7 @@ CONNECTIONS = 64  # concurrent keep-alive connections creating the objects
 STALL_SECONDS = 30.0  # no bind for this long: the rest are unscheduled
 FIRST_BIND_SECONDS = 300.0  # the same before the first bind (start-up and the initial LISTs of a large cluster)
 WATCH_READY_SECONDS = 30.0
-SCRAPE_SECONDS = 5.0  # to wait for the attempt histogram to count every bound pod
+SCRAPE_SECONDS = 5.0  # to wait for the attempt and Bind histograms to count every bound pod
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
 BUILD_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with it)"
 
@@ -768,15 +768,24 @@ def plugins_ms(metrics_text: str) -> dict[str, dict[str, Any]]:
 
 
 async def scrape(api: Api, port: int, want: int, deadline: float) -> str | None:
-    """The scheduler's /metrics once its attempt histogram counts ``want`` pods (or after SCRAPE_SECONDS)."""
+    """The scheduler's /metrics once its attempt and Bind histograms count ``want`` pods (or after SCRAPE_SECONDS).
+
+    kube-scheduler records extension-point durations through a buffer it flushes every second, so the
+    Bind histogram can trail the binds (and the attempt histogram) by up to a second.
+    """
     until = min(deadline, time.monotonic() + SCRAPE_SECONDS)
     text = None
     while True:
         text = await api.metrics(port) or text
-        attempts = summary_ms(text, ATTEMPT) if text else None
-        if (attempts is not None and attempts["count"] >= want) or time.monotonic() >= until:
+        if (text and counted(text, want)) or time.monotonic() >= until:
             return text
         await asyncio.sleep(0.25)
+
+
+def counted(metrics_text: str, want: int) -> bool:
+    attempts = summary_ms(metrics_text, ATTEMPT)
+    binds = histograms(metrics_text, EXTENSION_POINT, ("extension_point",)).get(("Bind",))
+    return attempts is not None and attempts["count"] >= want and (binds.count if binds else 0) >= want
 
 
 # --- one point -----------------------------------------------------------------------------------------
