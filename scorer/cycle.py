@@ -16,6 +16,7 @@ recorded, and the attempt is counted in the scheduler's metrics.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -256,13 +257,15 @@ class ScheduleAlgorithm:
             if outcome.error is not None:
                 return result._error(outcome.error, "Filter")
             alive[pos : pos + len(chunk)] = outcome.alive
-            for record in outcome.records:
-                records.append(attrs.evolve(record, positions=record.positions + pos))
-            found += int(outcome.alive.sum())
+            if pos:
+                records.extend(attrs.evolve(record, positions=record.positions + pos) for record in outcome.records)
+            else:
+                records.extend(outcome.records)
+            found += int(np.count_nonzero(outcome.alive))
             pos += len(chunk)
             if sampling.done(alive, pos, found):
                 break
-        feasible = np.flatnonzero(alive)
+        feasible = alive.nonzero()[0]
         processed = sampling.processed(feasible, pos)
         if not evaluate_all and pos:
             self.feasible_ratio = found / pos
@@ -315,7 +318,7 @@ class ScheduleAlgorithm:
         if scores.error is not None:
             return result._error(scores.error, "Score")
         totals = scores.totals if fwk.has_score_plugins() else np.ones(len(batch), dtype=np.int64)
-        best = np.flatnonzero(totals == totals.max())
+        best = (totals == totals.max()).nonzero()[0]
         pick = int(best[self.rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
         result.selected = table.names[int(feasible_rows[pick])]
         return result
@@ -444,7 +447,8 @@ class _Sampling:
 
     def next_size(self, pos: int, found: int) -> int:
         """Enough nodes to find what is missing (one more once ``to_find`` are found), at the last
-        cycle's pass rate plus a margin; doubling while none is found."""
+        cycle's pass rate plus a margin of four standard deviations of the number that pass (nodes
+        passing independently at that rate) and 16; doubling while none is found."""
         rate = found / pos if pos else self.ratio
         if rate >= 1.0:  # every node passed: exactly what is missing, as the doubling chunks would
             self.size = self.to_find - found
@@ -452,14 +456,15 @@ class _Sampling:
             self.size = 2 * self.size if pos else self.to_find
         else:
             need = self.to_find - found + 1
-            self.size = min(int(need / rate * 1.1) + 16, 2 * max(self.size, self.to_find))
+            margin = 4.0 * math.sqrt(need * (1.0 - rate)) / rate + 16
+            self.size = min(int(need / rate + margin), 2 * max(self.size, self.to_find))
         self.size = max(self.size, 1)  # never an empty chunk (the loop would not advance)
         return self.size
 
     def done(self, alive: np.ndarray, pos: int, found: int) -> bool:
         if found < self.to_find:
             return False
-        last = int(np.flatnonzero(alive[:pos])[self.to_find - 1]) + 1
+        last = int(alive[:pos].nonzero()[0][self.to_find - 1]) + 1
         return found > self.to_find or pos >= self.boundary(last)
 
     def processed(self, feasible: np.ndarray, pos: int) -> int:
@@ -475,12 +480,14 @@ class _Sampling:
 
 
 def _clip(record: FilterRecord, limit: int) -> FilterRecord:
-    keep = record.positions < limit
-    if keep.all():
+    """``record`` without the positions from ``limit`` on (its positions ascend: a prefix stays)."""
+    positions = record.positions
+    if not len(positions) or positions[-1] < limit:
         return record
+    keep = int(np.searchsorted(positions, limit))
     return FilterRecord(
         plugin=record.plugin,
-        positions=record.positions[keep],
-        severity=record.severity[keep],
-        reasons=tuple((reason, mask[keep]) for reason, mask in record.reasons),
+        positions=positions[:keep],
+        severity=record.severity[:keep],
+        reasons=tuple((reason, mask[:keep]) for reason, mask in record.reasons),
     )

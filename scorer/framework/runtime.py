@@ -200,7 +200,7 @@ class Handle:
 
 @attrs.frozen(slots=True)
 class FilterRecord:
-    """The nodes one Filter plugin rejected (positions into the candidate rows)."""
+    """The nodes one Filter plugin rejected (positions into the candidate rows, ascending)."""
 
     plugin: str
     positions: np.ndarray
@@ -531,24 +531,17 @@ class Framework:
             verdict, status = self._call(FILTER, plugin, sampled, call, (state, pod, batch), _to_verdict)
             if status is not SUCCESS and not status.is_success():
                 return FilterOutcome(alive, tuple(records), status)
-            if verdict is None or not verdict.severity.any():
+            if verdict is None or not verdict.reasons:  # a verdict rejects a node only with a reason
                 continue
-            failed = verdict.failed
-            if not failed.any():
+            severity = verdict.severity
+            idx = severity.nonzero()[0]
+            if not len(idx):
                 continue
-            if positions is None:
-                positions = np.arange(len(rows))
-            idx = np.flatnonzero(failed)
-            records.append(
-                FilterRecord(
-                    plugin=plugin.name,
-                    positions=positions[idx],
-                    severity=verdict.severity[idx],
-                    reasons=tuple((reason, mask[idx]) for reason, mask in verdict.reasons),
-                )
-            )
-            alive[positions[idx]] = False
-            positions = np.flatnonzero(alive)  # the next plugin sees the nodes still alive
+            at = idx if positions is None else positions[idx]  # None: the batch is every position
+            records.append(FilterRecord(plugin.name, at, severity[idx],
+                                        tuple((reason, mask[idx]) for reason, mask in verdict.reasons)))
+            alive[at] = False
+            positions = alive.nonzero()[0]  # the next plugin sees the nodes still alive
             batch = NodeBatch(table, rows[positions])
         return FilterOutcome(alive, tuple(records))
 

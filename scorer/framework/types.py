@@ -160,8 +160,7 @@ class FilterVerdict:
             raise ValueError(f"mask has shape {mask.shape}, expected ({self.size},)")
         if not mask.any():
             return
-        level = _SEVERITY[code]
-        np.maximum(self.severity, np.where(mask, level, 0).astype(np.int8), out=self.severity)
+        np.maximum(self.severity, _SEVERITY[code], out=self.severity, where=mask)
         self.reasons.append((reason, mask))
 
     def reject_one(self, index: int, status: Status) -> None:

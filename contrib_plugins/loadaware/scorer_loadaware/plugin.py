@@ -254,6 +254,8 @@ class LoadAware:
         self.scored = tuple((r.name, r.weight) for r in args.resources)
         self.total_weight = sum(weight for _, weight in self.scored)
         self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
+        self.threshold_reasons = {r: THRESHOLD_REASON.format(label=LABELS[r], threshold=t)
+                                  for r, t in self.thresholds.items()}
         self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
         # One callable per resource, the same every cycle: the readers keep its in-flight sums by node.
         self.estimators = {resource: functools.partial(self.estimate, resource=resource) for resource in RESOURCES}
@@ -284,8 +286,7 @@ class LoadAware:
             threshold = self.thresholds.get(resource)
             if threshold:
                 (over,) = self.over_memos[resource].get(reading, nodes, threshold)
-                verdict.reject(over, THRESHOLD_REASON.format(label=LABELS[resource], threshold=threshold),
-                               Code.UNSCHEDULABLE)
+                verdict.reject(over, self.threshold_reasons[resource], Code.UNSCHEDULABLE)
         return verdict
 
     def _over(self, resource: str, reading: Reading, nodes: NodeBatch, threshold: Hashable) -> tuple[np.ndarray]:
