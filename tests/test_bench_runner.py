@@ -161,3 +161,22 @@ def test_histogram_quantiles_and_figures_from_a_registry() -> None:
     assert figures["p50"] == pytest.approx(1.25)  # rank 2.5: a quarter into (1, 2] ms
     assert runner.histogram_quantile(0.99, [(0.001, 1.0), (float("inf"), 2.0)]) == 0.001
     assert runner.histogram_quantile(0.5, [(float("inf"), 0.0)]) is None
+
+
+def test_the_plugin_overhead_script_alternates_blocks_with_and_without_the_plugins(capsys) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "plugin_overhead.py"
+    spec = importlib.util.spec_from_file_location("plugin_overhead", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    workload = next(w for w in module.load_workloads(None) if w.name == "metrics")
+    full, without = module.one_run(workload, 60, 30, {"LoadAware", "NetworkTraffic"}, 5, 0)
+    assert full > 0 and without > 0
+    assert module.main(["--nodes", "60", "--pods", "20", "--block", "4", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == ["run 1", "run 2", "median added"]
+    assert "with LoadAware, NetworkTraffic" in out[0]
+    with pytest.raises(SystemExit, match="not in the profile: Nope"):
+        module.main(["--nodes", "60", "--pods", "10", "--plugins", "Nope"])

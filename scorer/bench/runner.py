@@ -139,7 +139,7 @@ def peak_rss_mb() -> float:
 
 
 @attrs.define(slots=True)
-class _Run:
+class Run:
     """What the loop records."""
 
     cycles: list[float] = attrs.Factory(list)
@@ -177,9 +177,21 @@ def _config_source(profile: str, config_path: str | None) -> tuple[Any, bool | N
     return None, False
 
 
-def _measure(
-    setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str, seed: int, base_rss: float,
-) -> dict[str, Any]:
+@attrs.define(eq=False)
+class Loaded:
+    """A point's scheduler with the Setup listed into its in-memory cluster, ready to ``drive``."""
+
+    asm: Assembly
+    cluster: InMemoryCluster
+    clock: SkippingClock
+    measured: list[Pod]
+    rss_empty: float = 0.0  # after assembling, before the objects
+    rss_nodes: float = 0.0
+    rss_pods: float = 0.0
+
+
+def load(setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str, seed: int) -> Loaded:
+    """Assemble the point's profile and list the Setup's objects into its cluster (nothing scheduled yet)."""
     cluster = InMemoryCluster([], [], [])
     clock = SkippingClock()
     config, autoload = _config_source(profile, config_path)
@@ -190,21 +202,36 @@ def _measure(
     for fwk in asm.frameworks.values():
         fwk.percentage_of_nodes_to_score = None
     cluster.start(asm.handlers)
-    rss_empty = rss_mb()
+    loaded = Loaded(asm, cluster, clock, [], rss_empty=rss_mb())
     for obj in setup.namespaces:
         cluster.apply(namespace_from_dict(obj))
     for obj in setup.workloads:
         cluster.apply(workload_from_dict(obj))
     for obj in setup.nodes:
         cluster.apply(node_from_dict(obj))
-    rss_nodes = rss_mb()
-    measured = [pod_from_dict(obj) for obj in setup.measured]
-    for pod in (*(pod_from_dict(obj) for obj in setup.init), *measured):
+    loaded.rss_nodes = rss_mb()
+    loaded.measured = [pod_from_dict(obj) for obj in setup.measured]
+    for pod in (*(pod_from_dict(obj) for obj in setup.init), *loaded.measured):
         cluster.apply(pod)
-    rss_pods = rss_mb()
-    run = _Run()
+    loaded.rss_pods = rss_mb()
+    return loaded
+
+
+def drive(loaded: Loaded) -> Run:
+    """Schedule the measured pods (``_drive``) with the collector tuned as the service tunes it."""
+    run = Run()
     with gc_tuned():
-        asyncio.run(_drive(asm, clock, {p.key for p in measured}, run))
+        asyncio.run(_drive(loaded.asm, loaded.clock, {p.key for p in loaded.measured}, run))
+    return run
+
+
+def _measure(
+    setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str, seed: int, base_rss: float,
+) -> dict[str, Any]:
+    loaded = load(setup, spec, config_path=config_path, profile=profile, seed=seed)
+    asm, cluster, clock, measured = loaded.asm, loaded.cluster, loaded.clock, loaded.measured
+    rss_empty, rss_nodes, rss_pods = loaded.rss_empty, loaded.rss_nodes, loaded.rss_pods
+    run = drive(loaded)
     bound = [p for p in measured if (current := cluster.pods.get(p.key)) is not None and current.node_name]
     n_pods = len(setup.init) + len(setup.measured)
     return {
@@ -233,7 +260,7 @@ def _measure(
     }
 
 
-async def _drive(asm: Assembly, clock: SkippingClock, measured: set[str], run: _Run) -> None:
+async def _drive(asm: Assembly, clock: SkippingClock, measured: set[str], run: Run) -> None:
     """Schedule until every measured pod is bound or given up (bounded: each turn is an attempt, at most
     MAX_ATTEMPTS per pod, or an idle round that frees pods: bindings done, victims deleted, a backoff skipped)."""
     scheduler, queue = asm.scheduler, asm.queue
