@@ -131,6 +131,7 @@ _SEVERITY = {
     Code.ERROR: 4,
 }
 _SEVERITY_CODE = {v: k for k, v in _SEVERITY.items()}
+_ERROR_LEVEL = _SEVERITY[Code.ERROR]
 
 
 def severity_level(code: Code) -> int:
@@ -147,12 +148,13 @@ class FilterVerdict:
     Unschedulable).
     """
 
-    __slots__ = ("size", "severity", "reasons")
+    __slots__ = ("size", "severity", "reasons", "_errors")
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.severity = np.zeros(size, dtype=np.int8)
         self.reasons: list[tuple[str, np.ndarray]] = []
+        self._errors = False  # some node was rejected with Error
 
     def reject(self, mask: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> None:
         mask = np.asarray(mask, dtype=bool)
@@ -160,8 +162,10 @@ class FilterVerdict:
             raise ValueError(f"mask has shape {mask.shape}, expected ({self.size},)")
         if not mask.any():
             return
-        np.maximum(self.severity, _SEVERITY[code], out=self.severity, where=mask)
+        level = _SEVERITY[code]
+        np.maximum(self.severity, level, out=self.severity, where=mask)
         self.reasons.append((reason, mask))
+        self._errors |= level == _ERROR_LEVEL
 
     def reject_one(self, index: int, status: Status) -> None:
         mask = np.zeros(self.size, dtype=bool)
@@ -178,9 +182,9 @@ class FilterVerdict:
 
     def first_error(self, plugin: str = "") -> Status | None:
         """The status of the first node rejected with Error (a per-node plugin failed), or None."""
-        if not self.reasons:
+        if not self._errors:
             return None
-        errors = np.flatnonzero(self.severity == _SEVERITY[Code.ERROR])
+        errors = np.flatnonzero(self.severity == _ERROR_LEVEL)
         return self.status_at(int(errors[0]), plugin) if len(errors) else None
 
     def status_at(self, index: int, plugin: str = "") -> Status:

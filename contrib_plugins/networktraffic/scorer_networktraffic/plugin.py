@@ -20,8 +20,9 @@ flushes (5 minutes, as kube-scheduler's podMaxInUnschedulablePodsDuration).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import numpy as np
@@ -30,7 +31,7 @@ from scorer.framework import FilterVerdict, NodeBatch
 from scorer.framework.events import ADD, NODE, ClusterEvent
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.inputs.duration import parse_duration
-from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, finite, source_hub
+from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, RowMemo, finite, source_hub
 from scorer.sources import (
     DataPolicyArgs,
     SourceArgs,
@@ -162,7 +163,7 @@ _SCORE_KEY = "Score" + NAME
 @attrs.frozen(slots=True, eq=False)
 class _ScoreState:
     """What Score passes to NormalizeScore: the reading and each node's traffic, divided by a power
-    of two (``_traffic``: normalizing is the same on any scale)."""
+    of two (``_Estimate.scale``: normalizing is the same on any scale)."""
 
     reading: Reading
     traffic: np.ndarray  # NaN where the node has no value
@@ -170,6 +171,15 @@ class _ScoreState:
 
 def _score_state(state: CycleState) -> _ScoreState:
     return state.read(_SCORE_KEY)
+
+
+@attrs.frozen(slots=True)
+class _Estimate:
+    """Worked out once per metrics reading and node layout, over every node of the table: the power of
+    two traffic is divided by, and the per-pod estimate (divided by it too)."""
+
+    scale: float
+    per_pod: float
 
 
 class NetworkTraffic:
@@ -182,6 +192,10 @@ class NetworkTraffic:
         self.source = hub.source(plugin=NAME, metric=args.metric, address=args.prometheus_url, query=query,
                                  source_args=args.source, combine="sum")
         self.reader = MetricReader(hub, NAME, args.metric, self.source, args.policy, args.source)
+        # Each node's traffic and raw score depend on it alone (its value, its in-flight pods) once the
+        # estimate is fixed: kept by row between cycles, computed again for the nodes that get a pod.
+        self.memo = RowMemo(self.reader, self._per_node)
+        self._estimate_of: tuple[object, _Estimate] | None = None  # (the reading's table key, its estimate)
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Filter rejects only nodes without fresh data (``onMissing: filter``). Fresh data comes with a
@@ -199,15 +213,9 @@ class NetworkTraffic:
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         reading = self.reader.read(nodes)
-        traffic, scale = self._traffic(reading, nodes)
+        traffic, raw = self.memo.get(reading, nodes, self._estimate(reading, nodes))
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
-        # Raw score: bytes/s, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows).
-        cap = MAX_RAW_SCORE / scale
-        # NaN (no value) stays NaN here and gets NO_DATA; traffic is finite elsewhere (scaled).
-        raw = np.minimum(np.maximum(traffic, -cap), cap)
-        raw *= scale
-        np.rint(raw, out=raw)
-        return (raw if reading.all_usable else np.where(reading.usable, raw, NO_DATA)).astype(np.int64)
+        return raw
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         score_state = _score_state(state)
@@ -216,26 +224,49 @@ class NetworkTraffic:
             return _normalize_finite(np.maximum(score_state.traffic, 0.0))
         return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
-    def _traffic(self, reading: Reading, nodes: NodeBatch) -> tuple[np.ndarray, float]:
-        """Per node, (value + in-flight pods x per-pod estimate) / scale, and the scale: a power of two
-        near the largest fresh value or estimate, so no sum overflows whatever the metric says, and
-        every result is what the unscaled arithmetic gives (dividing by a power of two is exact).
+    def _estimate(self, reading: Reading, nodes: NodeBatch) -> _Estimate:
+        """The scale and the per-pod estimate, from every node of the table with fresh data when a
+        metrics reading (or a new node layout) is first read, kept until the next one.
 
-        The per-pod estimate is the configured one, or the mean traffic per running pod on the nodes
-        with fresh data, each node counted as one pod of baseline: sum(values) / (pods + nodes)."""
-        all_usable = reading.all_usable
-        fresh = reading.values if all_usable else reading.values[reading.usable]
+        The scale is a power of two near the largest fresh value or the configured estimate, so no sum
+        overflows whatever the metric says, and every result is what the unscaled arithmetic gives
+        (dividing by a power of two is exact). The per-pod estimate is the configured one, or the mean
+        traffic per running pod on the nodes with fresh data, each node counted as one pod of baseline:
+        sum(values) / (pods + nodes), with the pods bound when the reading is first read (pods placed
+        since are in flight: the reading does not show their traffic yet)."""
+        key = reading.table_key
+        if self._estimate_of is not None and self._estimate_of[0] is key:
+            return self._estimate_of[1]
+        table = nodes.table
+        every = NodeBatch(table, table.rows())
+        whole = self.reader.read(every, reading.now)
+        usable = whole.usable
+        fresh = whole.values if whole.all_usable else whole.values[usable]
         configured = self.args.pod_traffic_estimate
         scale = _power_of_two_below(max(float(np.abs(fresh).max()) if len(fresh) else 0.0, configured or 0.0))
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
             per_pod = configured / scale if configured is not None else 0.0
-            scaled = reading.values / scale
             if configured is None and len(fresh):
-                pods_column = nodes.resource_matrix("requested")[:, PODS]
-                pods = (pods_column if all_usable else pods_column[reading.usable]).sum()
-                per_pod = float((scaled if all_usable else fresh / scale).sum() / (pods + len(fresh)))
-            scaled += reading.in_flight_each(per_pod)
-        return scaled, scale
+                pods = every.resource_matrix("requested")[:, PODS][usable].sum()
+                per_pod = float((fresh / scale).sum() / (pods + len(fresh)))
+        estimate = _Estimate(scale, per_pod)
+        self._estimate_of = (key, estimate)
+        return estimate
+
+    def _per_node(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, (value + in-flight pods x per-pod estimate) / scale, and the raw score: bytes/s
+        rounded, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows), NO_DATA where
+        the node has no usable value."""
+        estimate = cast(_Estimate, key)
+        with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
+            traffic = reading.values / estimate.scale
+            traffic += reading.in_flight_each(estimate.per_pod)
+        cap = MAX_RAW_SCORE / estimate.scale
+        # NaN (no value) stays NaN here and gets NO_DATA; traffic is finite elsewhere (scaled).
+        raw = np.minimum(np.maximum(traffic, -cap), cap)
+        raw *= estimate.scale
+        np.rint(raw, out=raw)
+        return traffic, (raw if reading.all_usable else np.where(reading.usable, raw, NO_DATA)).astype(np.int64)
 
 
 def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:

@@ -26,13 +26,13 @@ from scorer.cli import main
 from scorer.cluster.memory import InMemoryCluster
 from scorer.config import load_config, load_config_text, resolve_config, structure
 from scorer.errors import ConfigError, PluginError
-from scorer.framework import Code
+from scorer.framework import Code, CycleState, NodeBatch
 from scorer.framework.events import ClusterEvent, matches
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
-from scorer.testing import make_handle, make_node, make_pod, make_source_hub, run_plugin
+from scorer.testing import make_cache, make_handle, make_node, make_pod, make_source_hub, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 METRIC = "network_receive_bytes_per_second"
@@ -370,6 +370,25 @@ def test_in_flight(values, args, placements, bound, raw, scores):
     assert result.error is None
     assert result.raw_scores == raw
     assert result.scores == scores
+
+
+def test_the_auto_estimate_is_over_every_fresh_node_and_kept_until_the_next_reading():
+    # a 100, b 300, c 400, d 1200: the estimate is (100 + 300 + 400 + 1200) / (0 pods + 4 nodes) = 500,
+    # from every fresh node of the cluster, also when only a and b are scored (c and d filtered out)
+    plugin, hub = build({**ABC_VALUES, "d": 1200})
+    cache = make_cache(NODES)
+    table = cache.table
+    scored = NodeBatch(table, np.array([table.index["a"], table.index["b"]]))
+    hub.in_flight.placed(make_pod("placed-0"), "a", at=hub.clock())
+    assert plugin.score_batch(CycleState(), make_pod("p"), scored).tolist() == [600, 300]
+    # two pods bound on b since the reading was first read: still 500 (their traffic is not in it yet)
+    for i in range(2):
+        cache.add_pod(make_pod(f"bound-{i}", node_name="b"))
+    assert plugin.score_batch(CycleState(), make_pod("p"), scored).tolist() == [600, 300]
+    # a new node layout is read anew: (100 + 300 + 400 + 1200) / (2 pods + 4 nodes) = 333.33
+    cache.add_node(make_node("e"))
+    every = NodeBatch(cache.table, cache.table.rows())
+    assert plugin.score_batch(CycleState(), make_pod("p"), every).tolist() == [433, 300, 400, 1200, -1]
 
 
 def test_repeated_placements_spread():
