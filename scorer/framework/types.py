@@ -160,7 +160,7 @@ class FilterVerdict:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != (self.size,):
             raise ValueError(f"mask has shape {mask.shape}, expected ({self.size},)")
-        if not mask.any():
+        if not np.count_nonzero(mask):  # (cheaper than any())
             return
         level = _SEVERITY[code]
         np.maximum(self.severity, level, out=self.severity, where=mask)

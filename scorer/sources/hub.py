@@ -64,6 +64,7 @@ class InFlightTracker:
         # columns), or any other change (the columns are rebuilt).
         self._added: list[InFlightPod] = []
         self._changed = False
+        self._view: tuple[np.ndarray, np.ndarray, Sequence[Pod]] | None = None  # what columns() returned last
         self.epoch = 0
         self.changes = 0  # bumped by every change of ``entries``: readers that saw this count are up to date
 
@@ -103,10 +104,13 @@ class InFlightTracker:
             self._rows, self._times, self._pods, self._size = np.zeros(0, dtype=np.int64), np.zeros(0), [], 0
             self._append(list(self.entries.values()), table)
             self.epoch += 1
+            self._columns_key, self._added, self._changed, self._view = key, [], False, None
         elif self._added:
             self._append(self._added, table)
-        self._columns_key, self._added, self._changed = key, [], False
-        return self._rows[:self._size], self._times[:self._size], self._pods
+            self._added, self._view = [], None
+        if self._view is None:  # the same views for every reader until the next change
+            self._view = (self._rows[:self._size], self._times[:self._size], self._pods)
+        return self._view
 
     def _append(self, entries: list[InFlightPod], table: Any) -> None:
         size, end = self._size, self._size + len(entries)
@@ -117,10 +121,13 @@ class InFlightTracker:
             self._rows, self._times = rows, times
         index = table.index
         if len(entries) == 1:  # a placement per cycle
-            self._rows[size], self._times[size] = index.get(entries[0].node, -1), entries[0].placed_at
-        else:
-            self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
-            self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
+            entry = entries[0]
+            self._rows[size], self._times[size] = index.get(entry.node, -1), entry.placed_at
+            self._pods.append(entry.pod)
+            self._size = end
+            return
+        self._rows[size:end] = np.fromiter((index.get(e.node, -1) for e in entries), np.int64, len(entries))
+        self._times[size:end] = np.fromiter((e.placed_at for e in entries), np.float64, len(entries))
         self._pods.extend(entry.pod for entry in entries)
         self._size = end
 

@@ -546,16 +546,14 @@ class RowMemo:
                 if row >= 0:
                     stale[row] = True
             memo.seen, memo.any_stale = reading._seen, True
-        if memo.any_stale:
+        if memo.any_stale and np.count_nonzero(memo.stale[rows]):  # (count_nonzero: cheaper than any())
             self._refresh(memo, reading, nodes, key)
-        return tuple(array[rows] for array in memo.arrays)
+        return tuple([array[rows] for array in memo.arrays])
 
     def _refresh(self, memo: _MemoRows, reading: Reading, nodes: NodeBatch, key: Hashable) -> None:
-        """Compute again every row marked stale once the batch holds one: in one call, as batches go
-        round the table, for the placements of the cycles since the last time."""
-        if not memo.stale[nodes.rows].any():
-            return
-        stale = np.flatnonzero(memo.stale)
+        """Compute again every row marked stale (the batch holds one): in one call, as batches go round
+        the table, for the placements of the cycles since the last time."""
+        stale = memo.stale.nonzero()[0]
         batch = NodeBatch(nodes.table, stale)
         for array, values in zip(memo.arrays, self.compute(self.reader.read(batch, reading.now), batch, key),
                                  strict=True):
