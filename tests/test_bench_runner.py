@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from scorer.bench import runner
 from scorer.bench.clusters import build_setup
 from scorer.bench.runner import SetupSource, run_point, run_point_isolated
-from scorer.bench.spec import PointSpec
+from scorer.bench.spec import PointSpec, sample_percentile
 from scorer.bench.workloads import Workload, workload_from_data
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import ScorerError
@@ -130,16 +130,23 @@ def test_an_isolated_point_that_fails_or_hangs_is_reported(tmp_path: Path) -> No
 # -- the figures ---------------------------------------------------------------------------------
 
 
-def test_throughput_samples_whole_seconds_then_the_last_partial_one() -> None:
-    binds = [0.1, 0.2, 0.5, 1.2, 1.9, 2.1, 2.6]  # 3 in [0, 1), 2 in [1, 2), 2 in the last 0.6 s
-    figures = runner.throughput_figures([100 + t for t in binds], 100.0, 102.6)
-    assert figures["samples"] == [3.0, 2.0, pytest.approx(2 / 0.6, abs=0.1)]
-    assert figures["pods_per_second"] == round(7 / 2.5, 1)  # first to last bind
-    assert figures["p50"] == 3.0
+def test_throughput_samples_whole_seconds_from_the_first_pop_as_scheduler_perf_does() -> None:
+    binds = [0.1, 0.2, 0.5, 1.2, 1.9, 2.1, 2.6, 2.7]  # 3 in [0, 1), 2 in [1, 2), 3 in the last 0.7 s: no sample
+    figures = runner.throughput_figures([100 + t for t in binds], 100.0, 102.7)
+    assert figures["samples"] == [3.0, 2.0]
+    assert figures["pods_per_second"] == round(8 / 2.6, 1)  # first to last bind
+    assert (figures["p50"], figures["p90"], figures["p99"]) == (2.0, 3.0, 3.0)  # nearest rank: ceil(q*n)-1
+    short = runner.throughput_figures([100.1, 100.3, 100.4, 100.5], 100.0, 100.5)
+    assert short["samples"] == [8.0] and short["p50"] == 8.0  # shorter than a second: one sample, its rate
     one = runner.throughput_figures([5.0], 4.5, 5.0)
     assert one["pods_per_second"] is None and one["samples"] == [2.0]  # one bind half a second in
     assert runner.throughput_figures([], 0.0, 1.0) == {"pods_per_second": None, "samples": [], "p50": None,
                                                        "p90": None, "p99": None}
+
+
+def test_the_sample_percentile_is_scheduler_perfs_nearest_rank() -> None:
+    assert sample_percentile([5, 1, 3, 2, 4], 0.5) == 3.0 and sample_percentile([5, 1, 3, 2, 4], 0.99) == 5.0
+    assert sample_percentile([7.0], 0.9) == 7.0 and sample_percentile([], 0.5) is None
 
 
 def test_cycle_figures_and_blocks() -> None:

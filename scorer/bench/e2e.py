@@ -51,10 +51,7 @@ the machine (``other``: work sharing the cores).
 from __future__ import annotations
 
 import asyncio
-import bisect
-import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -82,6 +79,7 @@ from scorer.bench.controlplane import (
 )
 from scorer.bench.runner import histogram_quantile
 from scorer.bench.spec import ADAPTIVE, PointSpec, Setup
+from scorer.bench.spec import throughput as spec_throughput
 from scorer.config.convert import unstructure
 from scorer.config.load import load_and_resolve
 from scorer.config.source import read_file
@@ -791,24 +789,11 @@ def counted(metrics_text: str, want: int) -> bool:
 # --- one point -----------------------------------------------------------------------------------------
 
 
-def percentile(values: list[int], q: float) -> float | None:
-    """scheduler_perf's percentile of per-second samples: the sorted sample at rank ceil(q*n)-1."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
-    return float(ordered[rank])
-
-
 def throughput(times: list[float], started: float) -> dict[str, Any] | None:
-    """Pods per second first -> last bind, binds in each whole second from the first, from the start."""
+    """``spec.throughput`` from the first bind, and pods per second from the scheduler's start."""
     if not times:
         return None
-    span = times[-1] - times[0]
-    edges = [bisect.bisect_left(times, times[0] + i) for i in range(int(span) + 1)]
-    samples = [after - before for before, after in itertools.pairwise(edges)]
-    return {"pods_per_second": round(len(times) / span, 1) if span > 0 else None, "samples": samples,
-            "p50": percentile(samples, 0.5), "p90": percentile(samples, 0.9), "p99": percentile(samples, 0.99),
+    return {**spec_throughput(times, times[0]),
             "pods_per_second_from_start": round(len(times) / (times[-1] - started), 1),
             "first_bind_after_start_s": round(times[0] - started, 3),
             "last_bind_after_start_s": round(times[-1] - started, 3)}

@@ -69,7 +69,7 @@ import orjson
 from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.bench.clusters import ZONE, build_setup
 from scorer.bench.snapshot import load_cluster_setup
-from scorer.bench.spec import PointSpec, Setup
+from scorer.bench.spec import PointSpec, Setup, throughput
 from scorer.bench.workloads import Workload, workload_from_data
 from scorer.cluster.memory import InMemoryCluster
 from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE
@@ -330,22 +330,8 @@ def cycle_figures(seconds: Iterable[float]) -> dict[str, Any]:
 
 
 def throughput_figures(bind_times: list[float], start: float, end: float) -> dict[str, Any]:
-    """Sustained pods/s (first to last bind) and per-interval samples (whole seconds from ``start``, then the
-    last partial interval as a rate), with their p50/p90/p99."""
-    times = sorted(bind_times)
-    span = times[-1] - times[0] if len(times) > 1 else 0.0
-    samples: list[float] = []
-    if times:
-        elapsed = max(times[-1], start) - start
-        whole = int(elapsed)
-        counts = np.bincount(np.minimum(((np.asarray(times) - start)).astype(int), whole), minlength=whole + 1)
-        samples = [float(c) for c in counts[:whole]]
-        partial = elapsed - whole
-        if counts[whole] and partial > 0:
-            samples.append(round(float(counts[whole]) / partial, 1))
-    quantiles = _quantiles(np.asarray(samples, dtype=float))
-    return {"pods_per_second": round(len(times) / span, 1) if span > 0 else None, "samples": samples,
-            "p50": quantiles["p50"], "p90": quantiles["p90"], "p99": quantiles["p99"]}
+    """``spec.throughput`` of the binds from the first pop (``start``); ``end`` is when the loop stopped."""
+    return throughput(bind_times, start)
 
 
 def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:

@@ -31,7 +31,7 @@ and ``null`` for the rest)::
      "cycle_ms": {"p50", "p90", "p99", "max", "mean", "blocks_p50": [p50 of each of 5
                   consecutive blocks of attempts: the run-to-run noise]},
      "throughput": {"pods_per_second": <bound / seconds from first to last bind>,
-                    "samples": [<binds in each whole second>],
+                    "samples": [<binds in each whole second (``throughput``)>],
                     "p50", "p90", "p99"},
      "extension_points_ms": {"Filter": {"mean", "p50", "p99", "count"}, ...},
      "plugins_ms": {"Filter/NodeResourcesFit": {"mean", "count"}, ...},
@@ -44,6 +44,10 @@ measured is ``null``, never 0.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -84,3 +88,32 @@ class PointSpec:
     percentage: int = ADAPTIVE
     mode: str = "in-process"  # or "e2e"
     scheduler: str = "scorer"  # or "kube-scheduler" (e2e only)
+
+
+def throughput(bind_times: Sequence[float], start: float) -> dict[str, Any]:
+    """Throughput as both runners report it (the in-process one from the first pop, the end-to-end one
+    from the first bind): ``pods_per_second`` over the seconds from the first bind to the last, and
+    ``samples`` as scheduler_perf's throughput collector takes them, the binds in each whole second from
+    ``start`` (what binds in the last partial second is in no sample); a run shorter than a whole second
+    has one sample, its rate. ``p50``/``p90``/``p99``: ``sample_percentile`` of the samples."""
+    times = sorted(bind_times)
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    samples: list[float] = []
+    if times:
+        elapsed = max(times[-1] - start, 0.0)
+        if elapsed < 1.0:
+            samples = [round(len(times) / elapsed, 1)] if elapsed > 0 else []
+        else:
+            edges = [bisect.bisect_left(times, start + i) for i in range(int(elapsed) + 1)]
+            samples = [float(after - before) for before, after in itertools.pairwise(edges)]
+    return {"pods_per_second": round(len(times) / span, 1) if span > 0 else None, "samples": samples,
+            "p50": sample_percentile(samples, 0.5), "p90": sample_percentile(samples, 0.9),
+            "p99": sample_percentile(samples, 0.99)}
+
+
+def sample_percentile(samples: Sequence[float], q: float) -> float | None:
+    """scheduler_perf's percentile of its throughput samples: the sorted sample at rank ceil(q*n)-1."""
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    return float(ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))])
