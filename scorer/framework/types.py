@@ -145,7 +145,9 @@ class FilterVerdict:
     ``reject(mask, reason, code)`` rejects the nodes where ``mask`` is true with
     one reason; a node rejected several times gets every reason, in call order,
     and the most severe code (Error > Pending > UnschedulableAndUnresolvable >
-    Unschedulable).
+    Unschedulable). Reject only through ``reject``/``reject_one``: the framework
+    reads a verdict without reasons as rejecting nothing, and the Error flag they
+    keep, without a pass over ``severity``.
     """
 
     __slots__ = ("size", "severity", "reasons", "_errors")
