@@ -148,6 +148,7 @@ def test_e2e_unavailable_stops_before_anything_runs(tmp_path: Path, monkeypatch:
     (["--only", "plain,nope"], "error: --only: no workload named nope in"),
     (["--scale", "2"], "error: --scale: only with --cluster FILE"),
     (["--pods", "0"], "error: --pods: expected a whole number of at least 1, got 0"),
+    (["--repeat", "0"], "error: --repeat: expected a whole number in 1..20, got 0"),
     (["--cluster", "/nonexistent/c.yaml"], "error: --cluster: /nonexistent/c.yaml: no such file"),
     (["--workloads", "/nonexistent/w.yaml"], "error: /nonexistent/w.yaml: no such file"),
     (["--config", "/nonexistent/s.yaml"], "error: /nonexistent/s.yaml: no such file"),
@@ -159,3 +160,33 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], expected: str, tmp_pa
     err = capsys.readouterr().err
     assert err.startswith(expected) and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_repeat_keeps_the_run_with_the_median_p50_and_lists_every_run() -> None:
+    def run(p50: float | None, pods_per_second: float = 100.0, error: str | None = None) -> dict[str, Any]:
+        return {"cycle_ms": {"p50": p50, "p99": 2 * (p50 or 0)}, "throughput": {"pods_per_second": pods_per_second},
+                "memory": {"peak_rss_mb": 50.0}, "error": error}
+
+    single = run(0.5)
+    assert command.median_run([single]) is single and "repeats" not in single
+    chosen = command.median_run([run(0.9, 10), run(0.4, 40), run(None, error="boom"), run(0.6, 60), run(0.5, 50)])
+    assert chosen["cycle_ms"]["p50"] == 0.5 and chosen["throughput"]["pods_per_second"] == 50  # one real run
+    assert chosen["repeats"] == {"runs": 5, "failed": 1, "cycle_p50_ms": [0.9, 0.4, 0.6, 0.5],
+                                 "cycle_p99_ms": [1.8, 0.8, 1.2, 1.0], "pods_per_second": [10, 40, 60, 50],
+                                 "peak_rss_mb": [50.0] * 4}
+    failed = command.median_run([run(None, error="a"), run(None, error="b")])
+    assert failed["error"] == "a" and failed["repeats"]["failed"] == 2
+
+
+@pytest.mark.slow
+def test_repeat_runs_each_in_process_point_n_times(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = main(["bench", "--nodes", "40", "--pods", "10", "--only", "plain", "--percentages", "0", "--repeat", "3",
+                 "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    (point,) = report.read_result(out / "result.json")["points"]
+    repeats = point["repeats"]
+    assert repeats["runs"] == 3 and repeats["failed"] == 0 and len(repeats["cycle_p50_ms"]) == 3
+    assert point["cycle_ms"]["p50"] == sorted(repeats["cycle_p50_ms"])[1]
+    assert "median cycle p50 of 3" in captured.out and "run 3/3" in captured.err

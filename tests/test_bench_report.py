@@ -507,3 +507,15 @@ def test_progress_never_raises_on_a_closed_stream() -> None:
     progress.done()
     empty = Progress(0, io.StringIO())
     empty.done()
+
+
+def test_compare_counts_the_spread_of_repeated_runs_as_noise() -> None:
+    base = [make_point("plain", 5000, noise=0.0)]
+    new = [slowed(base[0], 1.2)]  # 20% slower: beyond the 3% floor, within the runs' 50% spread
+    before = report.compare(as_result(new), as_result(base))["points"][0]["figures"]["cycle_p50_ms"]
+    assert before["verdict"] == "slower"
+    p50 = new[0]["cycle_ms"]["p50"]
+    new[0]["repeats"] = {"runs": 3, "failed": 0, "cycle_p50_ms": [0.8 * p50, p50, 1.3 * p50]}
+    row = report.compare(as_result(new), as_result(base))["points"][0]["figures"]["cycle_p50_ms"]
+    assert row["verdict"] == "within noise" and row["noise"] == pytest.approx(0.5, abs=0.01)
+    assert "median cycle p50 of 3" in report.render_table(as_result(new)).splitlines()[0]

@@ -54,6 +54,7 @@ DEFAULT_OUT = "bench-results"
 E2E_MAX_NODES = 5000  # the end-to-end sweep's default ceiling (a control plane on this machine)
 KUBE_SCHEDULER_VERSION = "v1.20.2"
 SCHEDULERS = ("scorer", "kube-scheduler")
+MAX_REPEAT = 20
 
 Print = Callable[[str], None]
 
@@ -75,6 +76,7 @@ class BenchOptions:
     only: list[str] | None = None
     percentages: list[int] | None = None
     timeout: float = DEFAULT_TIMEOUT
+    repeat: int = 1
     qps: float = 5000.0
     burst: int = 5000
 
@@ -120,6 +122,10 @@ def add_arguments(parser: Any) -> None:
                         help="a result.json of an earlier run: mark the changes beyond the run-to-run noise")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="random seed (tie breaks, metrics snapshot; default 0)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help=f"run each in-process point N times (1..{MAX_REPEAT}), each in its own process, and "
+                             "keep the run with the median cycle p50; every run's figures are under the point's "
+                             "'repeats' (end-to-end points run once; default 1)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"seconds a point may take before it is reported as failed (default {DEFAULT_TIMEOUT:g})")
 
@@ -133,7 +139,8 @@ def options_from_args(args: Any) -> BenchOptions:
         raise InputError("--only: expected comma-separated workload names, got nothing")
     return BenchOptions(workloads=args.workloads, nodes=nodes, pods=args.pods, config=args.config,
                         cluster=args.cluster, scale=args.scale, e2e=args.e2e, out=args.out, compare=args.compare,
-                        seed=args.seed, only=only, percentages=percentages, timeout=args.timeout)
+                        seed=args.seed, only=only, percentages=percentages, timeout=args.timeout,
+                        repeat=args.repeat)
 
 
 def parse_list(option: str, text: str | None, least: int, most: int) -> list[int] | None:
@@ -203,6 +210,8 @@ def _check_options(options: BenchOptions, registry: PluginRegistry) -> int:
         raise InputError(f"--pods: expected a whole number of at least 1, got {options.pods}")
     if options.timeout <= 0:
         raise InputError(f"--timeout: expected seconds above 0, got {options.timeout:g}")
+    if not 1 <= options.repeat <= MAX_REPEAT:
+        raise InputError(f"--repeat: expected a whole number in 1..{MAX_REPEAT}, got {options.repeat}")
     if options.cluster is not None and options.workloads is not None:
         raise InputError("--cluster and --workloads: one or the other (the cluster file is the workload)")
     if options.cluster is not None and not os.path.isfile(options.cluster):
@@ -286,15 +295,19 @@ def _label(job: Job) -> str:
 
 def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, err: Print) -> list[dict[str, Any]]:
     """Every point in order under the progress bar; a failed one is noted as it happens (and in the table)."""
-    progress = Progress(len(jobs) + len(e2e_jobs))
+    progress = Progress(len(jobs) * options.repeat + len(e2e_jobs))
     points = []
     for job in (*jobs, *e2e_jobs):
-        progress.step(_label(job))
         if job.spec.mode == "e2e":
+            progress.step(_label(job))
             point = _run_e2e(job, options)
         else:
-            point = run_point_isolated(job.source, job.spec, config_path=job.config_path, profile=job.profile,
-                                       seed=options.seed, timeout=options.timeout)
+            runs = []
+            for k in range(options.repeat):
+                progress.step(_label(job) + (f", run {k + 1}/{options.repeat}" if options.repeat > 1 else ""))
+                runs.append(run_point_isolated(job.source, job.spec, config_path=job.config_path,
+                                               profile=job.profile, seed=options.seed, timeout=options.timeout))
+            point = median_run(runs)
         if point.get("error"):
             progress.note(f"warning: {_point_name(point)} failed: {point['error']}")
         points.append(point)
@@ -304,6 +317,24 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
         counts = ", ".join(f"{count} {kind}" for kind, count in ignored.items())
         err(f"note: {options.cluster}: ignored what the bench does not use: {counts}")
     return points
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run whose cycle p50 is the median (the lower one of an even count) among the runs that did not
+    fail (the first run when every one failed), with ``repeats``, every run's figures, when there are
+    several: the figures stay those of one real run, and the repeats show the run-to-run noise."""
+    if len(runs) == 1:
+        return runs[0]
+    ok = [run for run in runs if not run.get("error") and (run.get("cycle_ms") or {}).get("p50") is not None]
+    chosen = dict(sorted(ok, key=lambda run: run["cycle_ms"]["p50"])[(len(ok) - 1) // 2] if ok else runs[0])
+    chosen["repeats"] = {
+        "runs": len(runs), "failed": len(runs) - len(ok),
+        "cycle_p50_ms": [run["cycle_ms"]["p50"] for run in ok],
+        "cycle_p99_ms": [run["cycle_ms"].get("p99") for run in ok],
+        "pods_per_second": [(run.get("throughput") or {}).get("pods_per_second") for run in ok],
+        "peak_rss_mb": [(run.get("memory") or {}).get("peak_rss_mb") for run in ok],
+    }
+    return chosen
 
 
 def _run_e2e(job: Job, options: BenchOptions) -> dict[str, Any]:
@@ -337,6 +368,7 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
             "nodes": options.nodes or list(DEFAULT_NODES), "pods": options.pods or DEFAULT_PODS,
             "percentages": options.percentages, "config_file": options.config,
             "cluster_file": options.cluster, "scale": options.scale, "e2e": options.e2e, "seed": options.seed,
+            "repeat": options.repeat,
         },
         "points": points,
         "fits": [],

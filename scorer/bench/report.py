@@ -195,7 +195,9 @@ def render_table(result: dict[str, Any]) -> str:
     """The terminal table: points, extension points, fits, end-to-end ratios, failed points."""
     points = result.get("points", [])
     sections = [
-        ("Points (cycle ms; pods/s sustained and per-second samples; peak RSS)", _points_table(points)),
+        ("Points (cycle ms; pods/s sustained and per-second samples; peak RSS)"
+         + (f"; in process the run with the median cycle p50 of {_repeats(points)}" if _repeats(points) else ""),
+         _points_table(points)),
         ("Mean ms per extension point", _extension_point_table(points)),
         (f"The {TOP_PLUGINS} slowest plugins per point (mean ms per call, from the 10% of cycles sampled)",
          _plugins_table(points)),
@@ -205,6 +207,11 @@ def render_table(result: dict[str, Any]) -> str:
         ("Failed points", _errors_table(points)),
     ]
     return "\n\n".join("\n".join([title, "", *lines]) for title, lines in sections if lines)
+
+
+def _repeats(points: list[dict[str, Any]]) -> int:
+    """How many runs ``--repeat`` made of each in-process point (0: one)."""
+    return max((int(p["repeats"]["runs"]) for p in points if isinstance(p.get("repeats"), dict)), default=0)
 
 
 def _points_table(points: list[dict[str, Any]]) -> list[str]:
@@ -576,7 +583,9 @@ def _compare_point(point: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]
     error = point.get("error") or old.get("error")
     row["error"] = error or None
     cycle_noise = max(_spread(_numbers(point, "cycle_ms", "blocks_p50")),
-                      _spread(_numbers(old, "cycle_ms", "blocks_p50")))
+                      _spread(_numbers(old, "cycle_ms", "blocks_p50")),
+                      _spread(_numbers(point, "repeats", "cycle_p50_ms")),  # --repeat: the runs' own spread
+                      _spread(_numbers(old, "repeats", "cycle_p50_ms")))
     noise = {
         "cycle_p50_ms": cycle_noise,
         "cycle_p99_ms": P99_NOISE_FACTOR * cycle_noise,
