@@ -3,7 +3,7 @@
 On a shared VM two processes run minutes apart can differ by 40% (the host's load changes), so the
 difference of two bench points' p50 is mostly noise when it is a fraction of a millisecond. This
 script schedules one workload's pods in one process and alternates blocks of ``--block`` cycles with
-every plugin of the profile and without the ``--plugins`` (their Filter and Score calls left out); the
+every plugin of the profile and without the ``--plugins`` (the cycle skips their Filter and Score); the
 machine's speed changes over minutes, not over a block, so the difference of the two medians is the
 plugins' cost. Pods are placed in both kinds of block (in-flight load, memo refreshes and all).
 
@@ -27,6 +27,7 @@ from scorer.bench import runner
 from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec
 from scorer.bench.workloads import load_workloads
+from scorer.framework import CycleState
 
 
 def one_run(workload: Any, nodes: int, pods: int, plugins: set[str], block: int, seed: int) -> tuple[float, float]:
@@ -37,16 +38,15 @@ def one_run(workload: Any, nodes: int, pods: int, plugins: set[str], block: int,
     missing = plugins - set(fwk.plugins)
     if missing:
         sys.exit(f"plugin(s) not in the profile: {', '.join(sorted(missing))}")
-    with_all = (fwk._filters, fwk._scores)
-    without = ([f for f in fwk._filters if f[0].name not in plugins],
-               [s for s in fwk._scores if s[0].name not in plugins])
     algorithm = loaded.asm.scheduler.algorithm
     schedule_pod = algorithm.schedule_pod
     modes: list[int] = []
 
-    def alternating(framework: Any, state: Any, pod: Any, **kwargs: Any) -> Any:
+    def alternating(framework: Any, state: CycleState, pod: Any, **kwargs: Any) -> Any:
         mode = (len(modes) // block) % 2
-        fwk._filters, fwk._scores = with_all if mode == 0 else without
+        if mode:  # the cycle skips their Filter and Score (and NormalizeScore), as after a PreFilter Skip
+            state.skip_filter_plugins.update(plugins)
+            state.skip_score_plugins.update(plugins)
         modes.append(mode)
         return schedule_pod(framework, state, pod, **kwargs)
 

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from scorer.bench import runner
 from scorer.bench.clusters import build_setup
 from scorer.bench.runner import SetupSource, run_point, run_point_isolated
-from scorer.bench.spec import PointSpec, sample_percentile
+from scorer.bench.spec import PointSpec, sample_percentile, throughput
 from scorer.bench.workloads import Workload, workload_from_data
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import ScorerError
@@ -132,15 +132,15 @@ def test_an_isolated_point_that_fails_or_hangs_is_reported(tmp_path: Path) -> No
 
 def test_throughput_samples_whole_seconds_from_the_first_pop_as_scheduler_perf_does() -> None:
     binds = [0.1, 0.2, 0.5, 1.2, 1.9, 2.1, 2.6, 2.7]  # 3 in [0, 1), 2 in [1, 2), 3 in the last 0.7 s: no sample
-    figures = runner.throughput_figures([100 + t for t in binds], 100.0, 102.7)
+    figures = throughput([100 + t for t in binds], 100.0)
     assert figures["samples"] == [3.0, 2.0]
     assert figures["pods_per_second"] == round(8 / 2.6, 1)  # first to last bind
     assert (figures["p50"], figures["p90"], figures["p99"]) == (2.0, 3.0, 3.0)  # nearest rank: ceil(q*n)-1
-    short = runner.throughput_figures([100.1, 100.3, 100.4, 100.5], 100.0, 100.5)
+    short = throughput([100.1, 100.3, 100.4, 100.5], 100.0)
     assert short["samples"] == [8.0] and short["p50"] == 8.0  # shorter than a second: one sample, its rate
-    one = runner.throughput_figures([5.0], 4.5, 5.0)
+    one = throughput([5.0], 4.5)
     assert one["pods_per_second"] is None and one["samples"] == [2.0]  # one bind half a second in
-    assert runner.throughput_figures([], 0.0, 1.0) == {"pods_per_second": None, "samples": [], "p50": None,
+    assert throughput([], 0.0) == {"pods_per_second": None, "samples": [], "p50": None,
                                                        "p90": None, "p99": None}
 
 
@@ -170,17 +170,26 @@ def test_histogram_quantiles_and_figures_from_a_registry() -> None:
     assert runner.histogram_quantile(0.5, [(float("inf"), 0.0)]) is None
 
 
-def test_the_plugin_overhead_script_alternates_blocks_with_and_without_the_plugins(capsys) -> None:
+def test_the_plugin_overhead_script_alternates_blocks_with_and_without_the_plugins(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
+
+    import scorer_loadaware.plugin
 
     path = Path(__file__).resolve().parents[1] / "bench" / "plugin_overhead.py"
     spec = importlib.util.spec_from_file_location("plugin_overhead", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    scored: list[int] = []
+    score_batch = scorer_loadaware.plugin.LoadAware.score_batch
+    monkeypatch.setattr(scorer_loadaware.plugin.LoadAware, "score_batch",
+                        lambda self, state, pod, nodes: scored.append(1) or score_batch(self, state, pod, nodes))
     workload = next(w for w in module.load_workloads(None) if w.name == "metrics")
     full, without = module.one_run(workload, 60, 30, {"LoadAware", "NetworkTraffic"}, 5, 0)
     assert full > 0 and without > 0
+    # 30 pods, blocks of 5: LoadAware scores in the blocks with it only (3 of 6; retries aside)
+    assert 10 <= len(scored) <= 20, len(scored)
     assert module.main(["--nodes", "60", "--pods", "20", "--block", "4", "--repeat", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == ["run 1", "run 2", "median added"]

@@ -240,7 +240,7 @@ def _measure(
         "init_pods": len(setup.init), "pods": len(measured),
         "bound": len(bound), "unscheduled": len(measured) - len(bound),
         "cycle_ms": cycle_figures(run.cycles),
-        "throughput": throughput_figures(run.bind_times, run.start, run.end),
+        "throughput": throughput(run.bind_times, run.start),  # samples from the first pop
         "extension_points_ms": extension_points(asm.metrics.registry),
         "plugins_ms": plugins(asm.metrics.registry),
         "memory": {
@@ -327,11 +327,6 @@ def cycle_figures(seconds: Iterable[float]) -> dict[str, Any]:
         figures["blocks_p50"] = [_ms(float(np.percentile(block, 50)))
                                  for block in np.array_split(ms, min(BLOCKS, len(ms)))]
     return figures
-
-
-def throughput_figures(bind_times: list[float], start: float, end: float) -> dict[str, Any]:
-    """``spec.throughput`` of the binds from the first pop (``start``); ``end`` is when the loop stopped."""
-    return throughput(bind_times, start)
 
 
 def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
