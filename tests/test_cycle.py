@@ -84,6 +84,46 @@ def test_score_out_of_range_is_an_error():
     assert "invalid score 101" in result.message and "OutOfRange" in result.message
 
 
+class NegativeScore:
+    name = "NegativeScore"
+
+    def score_batch(self, state, pod, nodes):
+        return np.array([50, -1][: len(nodes)], dtype=np.int64)
+
+
+class ShortNormalize:
+    name = "ShortNormalize"
+
+    def score_batch(self, state, pod, nodes):
+        return np.full(len(nodes), 10, dtype=np.int64)
+
+    def normalize_score(self, state, pod, scores):
+        return scores[:1]
+
+
+def test_the_first_plugin_out_of_range_is_the_error_even_if_a_later_one_fails():
+    # The range is checked once after the plugins ran: the error still names the first plugin out of
+    # range (a later plugin's failure does not hide it), with the node and value, and no later plugin's
+    # scores are in the outcome.
+    nodes = [make_node("n1"), make_node("n2")]
+    asm, _ = build(config_with("PerNodeScore", "NegativeScore", "RaisingScore"), nodes, [], PerNodeScore,
+                   NegativeScore, RaisingScore)
+    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"),
+                                        evaluate_all=True)
+    assert result.status.code == Code.ERROR and result.status.plugin == "NegativeScore"
+    assert 'invalid score -1 for node "n2"' in result.message
+    assert [p.plugin for p in result.scores.plugins][-1] == "PerNodeScore"
+
+
+def test_normalized_scores_of_the_wrong_length_are_an_error():
+    nodes = [make_node("n1"), make_node("n2")]
+    asm, _ = build(config_with("ShortNormalize", "PerNodeScore"), nodes, [], ShortNormalize, PerNodeScore)
+    result = asm.scheduler.schedule_pod(asm.frameworks["default-scheduler"], CycleState(), make_pod("p"),
+                                        evaluate_all=True)
+    assert result.status.code == Code.ERROR and result.status.plugin == "ShortNormalize"
+    assert "1 scores for 2 nodes after normalizing" in result.message
+
+
 def test_per_node_score_plugin_is_adapted_and_weighted():
     nodes = [make_node(f"n{i}") for i in range(1, 4)]
     asm, _ = build(config_with("PerNodeScore", weight=5), nodes, [], PerNodeScore)

@@ -294,6 +294,42 @@ def test_in_flight_sums_by_node_match_the_pods_one_by_one():
     assert reader.read(every).in_flight_counts().tolist() == [13, 13, 13]
 
 
+def test_in_flight_is_counted_when_a_reading_first_needs_it():
+    """A read counts no new placement (a plugin keeping its results by row asks for none); the first
+    reading asked counts every entry it saw, many at once or a few one by one, with the floats of
+    summing pod by pod; an earlier reading asked after a later one still gives just its own entries."""
+    clock = Clock(1000.0)
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.5, 0.0), "n3": (0.5, 0.0)}, clock)
+    reader = _reader(hub, DataPolicyArgs(in_flight=InFlightArgs(settle_time=timedelta(seconds=30))))
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    every = NodeBatch(cache.table, cache.table.rows())
+
+    def quantity(pod):
+        return int(pod.name[1:]) * 0.1
+
+    def expected(reading):
+        return reading.in_flight_sum(np.array([quantity(p) for p in reading.in_flight_pods])).tolist()
+
+    hub.in_flight.placed(make_pod("p0"), "n1", at=1000.0)
+    reader.read(every).in_flight_load(quantity)  # the sums by row exist from here on
+    for i in range(1, 13):
+        hub.in_flight.placed(make_pod(f"p{i}"), f"n{1 + i % 3}", at=1000.0)
+    earlier = reader.read(every)
+    flight = earlier._in_flight
+    assert flight is not None and flight.seen == 1  # nothing counted by the read
+    hub.in_flight.placed(make_pod("p13"), "n2", at=1000.0)
+    later = reader.read(every)
+    assert later.in_flight_load(quantity).tolist() == expected(later)  # 13 new entries at once
+    assert flight.seen == 14
+    assert earlier.in_flight_counts().tolist() == [5, 4, 4]  # its own 13 entries, not the 14th
+    assert earlier.in_flight_load(quantity).tolist() == expected(earlier)
+    for i in range(14, 17):
+        hub.in_flight.placed(make_pod(f"p{i}"), "n3", at=1000.0)
+    last = reader.read(every)
+    assert last.in_flight_load(quantity).tolist() == expected(last)  # three, one by one
+    assert last.in_flight_counts().tolist() == [5, 5, 7]
+
+
 def test_states_follow_the_clock_both_ways():
     """States are kept between reads until a fresh value ages past maxAge, and recomputed when the
     clock goes back."""

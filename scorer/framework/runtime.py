@@ -533,12 +533,11 @@ class Framework:
                 return FilterOutcome(alive, tuple(records), status)
             if verdict is None or not verdict.reasons:  # a verdict rejects a node only with a reason
                 continue
-            severity = verdict.severity
-            idx = severity.nonzero()[0]
+            idx, severity = verdict.rejected()
             if not len(idx):
                 continue
             at = idx if positions is None else positions[idx]  # None: the batch is every position
-            records.append(FilterRecord(plugin.name, at, severity[idx],
+            records.append(FilterRecord(plugin.name, at, severity,
                                         tuple((reason, mask[idx]) for reason, mask in verdict.reasons)))
             alive[at] = False
             positions = alive.nonzero()[0]  # the next plugin sees the nodes still alive
@@ -690,6 +689,10 @@ class Framework:
         size = len(batch)
         results: list[PluginScores] = []
         totals = np.zeros(size, dtype=np.int64)
+        # The largest normalized score of every plugin so far, per node, as uint64 (negative scores are
+        # above the maximum too): one elementwise maximum per plugin, one reduction at the end, instead
+        # of a reduction per plugin.
+        highest = np.zeros(size, dtype=np.uint64)
         for plugin, call, normalize in self._scores:
             if plugin.name in skipped:
                 continue
@@ -699,20 +702,39 @@ class Framework:
                 normalized, status = self._call(NORMALIZE_SCORE, plugin, sampled, normalize,
                                                 (state, pod, raw.copy()), _to_normalized)
             if raw is None or normalized is None:
-                return ScoreOutcome(tuple(results), totals, status)
-            # One reduction checks the range: as uint64, negative scores are above the maximum too.
-            if len(normalized) != size or (size and normalized.view(np.uint64).max() > MAX_NODE_SCORE):
-                bad = np.flatnonzero((normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE))
-                i = int(bad[0]) if len(bad) else 0
-                value = int(normalized[i]) if len(normalized) else None
-                return ScoreOutcome(tuple(results), totals, Status.error(
-                    f'plugin "{plugin.name}" returns an invalid score {value} for node '
-                    f'"{batch.names[i]}", it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] '
-                    "after normalizing", plugin.name))
+                return self._score_outcome(results, totals, highest, batch, status)
+            if len(normalized) != size:
+                results.append(PluginScores(plugin.name, 1, raw, normalized))
+                return self._score_outcome(results, totals, highest, batch)
+            np.maximum(highest, normalized.view(np.uint64), out=highest)
             weight = self.weights.get(plugin.name, 1)
             totals += normalized if weight == 1 else normalized * weight
             results.append(PluginScores(plugin.name, weight, raw, normalized))
-        return ScoreOutcome(tuple(results), totals)
+        return self._score_outcome(results, totals, highest, batch)
+
+    @staticmethod
+    def _score_outcome(results: list[PluginScores], totals: np.ndarray, highest: np.ndarray, batch: NodeBatch,
+                       error: Status | None = None) -> ScoreOutcome:
+        """The outcome of the plugins scored, in order. The first one whose normalized scores are not
+        one per node in [MIN_NODE_SCORE, MAX_NODE_SCORE] ends it with an Error (as if it had run last);
+        else ``error`` (of a plugin that failed after them) does, if any."""
+        size = len(batch)
+        wrong_length = bool(results) and len(results[-1].normalized) != size  # (it ended the loop)
+        if not wrong_length and not (size and highest.max() > MAX_NODE_SCORE):
+            return ScoreOutcome(tuple(results), totals, error)
+        for i, result in enumerate(results):
+            normalized = result.normalized
+            if len(normalized) != size:
+                message = f"{len(normalized)} scores for {size} nodes after normalizing"
+            elif size and normalized.view(np.uint64).max() > MAX_NODE_SCORE:
+                j = int(np.flatnonzero((normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE))[0])
+                message = (f'an invalid score {int(normalized[j])} for node "{batch.names[j]}", it should in the '
+                           f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
+            else:
+                continue
+            return ScoreOutcome(tuple(results[:i]), totals,
+                                Status.error(f'plugin "{result.plugin}" returns {message}', result.plugin))
+        return ScoreOutcome(tuple(results), totals, error)  # (not reached: ``highest`` is every plugin's maximum)
 
     # -- reserve, permit, binding ------------------------------------------------
     @_extension_point(RESERVE, "reserve", lambda status: status)

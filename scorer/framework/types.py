@@ -150,12 +150,13 @@ class FilterVerdict:
     keep, without a pass over ``severity``.
     """
 
-    __slots__ = ("size", "severity", "reasons", "_errors")
+    __slots__ = ("size", "reasons", "_levels", "_severity", "_errors")
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.severity = np.zeros(size, dtype=np.int8)
         self.reasons: list[tuple[str, np.ndarray]] = []
+        self._levels: list[int] = []  # the severity level of each reason
+        self._severity: np.ndarray | None = None  # made when asked for (one reason needs none)
         self._errors = False  # some node was rejected with Error
 
     def reject(self, mask: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> None:
@@ -165,9 +166,33 @@ class FilterVerdict:
         if not np.count_nonzero(mask):  # (cheaper than any())
             return
         level = _SEVERITY[code]
-        np.maximum(self.severity, level, out=self.severity, where=mask)
+        if self._severity is not None:
+            np.maximum(self._severity, level, out=self._severity, where=mask)
         self.reasons.append((reason, mask))
+        self._levels.append(level)
         self._errors |= level == _ERROR_LEVEL
+
+    @property
+    def severity(self) -> np.ndarray:
+        """int8 per node: 0 passes, else the level of its most severe rejection (``severity_level``)."""
+        if self._severity is None:
+            severity = self._severity = np.zeros(self.size, dtype=np.int8)
+            for (_, mask), level in zip(self.reasons, self._levels, strict=True):
+                np.maximum(severity, level, out=severity, where=mask)
+        return self._severity
+
+    @severity.setter
+    def severity(self, severity: np.ndarray) -> None:
+        self._severity = severity
+
+    def rejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions of the rejected nodes, ascending; their ``severity``)."""
+        if len(self.reasons) == 1 and self._severity is None:  # (a bool mask's positions come cheaper)
+            positions = self.reasons[0][1].nonzero()[0]
+            return positions, np.full(len(positions), self._levels[0], dtype=np.int8)
+        severity = self.severity
+        positions = severity.nonzero()[0]
+        return positions, severity[positions]
 
     def reject_one(self, index: int, status: Status) -> None:
         mask = np.zeros(self.size, dtype=bool)

@@ -289,14 +289,16 @@ def _normalize_finite(values: np.ndarray, highest: float | None = None) -> np.nd
     highest = float(values.max()) if highest is None else highest
     if highest <= 0:
         return np.full(len(values), MAX_NODE_SCORE, dtype=np.int64)
-    scale = _power_of_two_below(highest)
-    if scale != 1.0:  # (dividing by 1 changes nothing)
-        with np.errstate(under="ignore"):
-            values /= scale
+    if highest > FLOAT_MAX / MAX_NODE_SCORE:  # ``traffic * 100`` would overflow: on a power-of-two scale
+        scale = _power_of_two_below(highest)  # (exact: the same quotients, rounded the same)
+        values /= scale
+        highest /= scale
     values *= MAX_NODE_SCORE
-    values /= highest / scale
-    # In [0, 100]: 0 <= values <= highest, and the largest gives 100 (or a hair above, floored to 100).
-    return MAX_NODE_SCORE - np.floor(values, out=values).astype(np.int64)
+    values /= highest
+    # In [0, 100]: 0 <= values <= highest, and the largest gives 100 (or a hair above, floored to 100);
+    # at least 0, so truncating to int is flooring.
+    floored = values.astype(np.int64)
+    return np.subtract(MAX_NODE_SCORE, floored, out=floored)
 
 
 def _power_of_two_below(value: float) -> float:

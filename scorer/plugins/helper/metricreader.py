@@ -26,7 +26,8 @@ in-flight pod, so the reader keeps, per node table, the values, sample
 times and states by row (rebuilt when the source's data or the table's rows
 change, and the states when a fresh value turns stale) and the in-flight
 pods' count and per-pod sums by row (``Reading.in_flight_load``), updated
-with the placements made since the last read and rebuilt when an entry goes.
+with the placements made since, when a reading first needs them, and rebuilt
+when an entry goes.
 """
 
 from __future__ import annotations
@@ -132,6 +133,38 @@ class _Entries:
         return out
 
 
+def _count_entries(flight: _InFlight, entries: _Entries, end: int) -> None:
+    """Count the entries up to ``end`` that ``flight`` has not seen (a few: one by one; else
+    vectorized), each added after the earlier ones, as a sum over all of them adds it."""
+    start = flight.seen
+    if end - start > _ONE_BY_ONE:
+        new = _Entries(entries.rows[start:end], entries.placed_at[start:end], entries.pods[start:end],
+                       entries.sampled, entries.settle)
+        kept = new.kept()
+        np.add.at(flight.counts, new.rows[kept], 1)
+        flight.top = int(flight.counts.max()) if len(flight.counts) else 0
+        for quantity, sums in flight.sums.items():
+            new.sum_rows(quantity, kept, sums)
+            flight.overflowed |= not np.isfinite(sums).all()
+    else:
+        sampled, counts, sums_by_quantity, pods = entries.sampled, flight.counts, flight.sums.items(), entries.pods
+        placed_at = entries.placed_at[start:end].tolist()
+        for i, row in enumerate(entries.rows[start:end].tolist(), start):
+            if row < 0:
+                continue
+            t = float(sampled[row])
+            if t == t and not t < placed_at[i - start] + entries.settle:  # sampled since
+                continue
+            count = counts[row] = counts[row] + 1
+            if count > flight.top:
+                flight.top = int(count)
+            pod = pods[i]
+            for quantity, sums in sums_by_quantity:
+                total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
+                flight.overflowed |= not math.isfinite(total)
+    flight.seen = end
+
+
 class _Rows:
     """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
 
@@ -209,7 +242,9 @@ class Reading:
         self._all_usable = True if states is not None and by_row.all_fresh else None
         self._in_flight: _InFlight | None = in_flight[0] if in_flight is not None else None
         self._entries: _Entries | None = in_flight[1] if in_flight is not None else None
-        self._seen = self._in_flight.seen if self._in_flight is not None else 0
+        # The entries this reading counts: the tracker's as of the read. The reader's sums by row are
+        # brought up to them when first asked for (most cycles ask for none: results kept by row).
+        self._seen = len(self._entries.rows) if self._entries is not None else 0
 
     @property
     def table_key(self) -> object:
@@ -259,9 +294,13 @@ class Reading:
         return out[self._rows]
 
     def _current(self) -> _InFlight | None:
-        """The reader's sums by row if they are still those of this reading."""
+        """The reader's sums by row, brought up to this reading's entries, if they are still those."""
         flight = self._in_flight
-        return flight if flight is not None and flight.seen == self._seen else None
+        if flight is None:
+            return None
+        if flight.seen < self._seen and self._entries is not None:
+            _count_entries(flight, self._entries, self._seen)
+        return flight if flight.seen == self._seen else None
 
     def in_flight_counts(self) -> np.ndarray:
         """int64 per node: the in-flight pods counted on it."""
@@ -398,40 +437,7 @@ class MetricReader:
         by_row.flight_changes = tracker.changes
         if flight is None or flight.epoch != tracker.epoch:  # entries went, or the columns were rebuilt
             flight = by_row.in_flight = _InFlight(tracker.epoch, len(by_row.times))
-        if flight.seen < len(entry_rows):
-            self._add_entries(flight, entries)
-        return flight, entries
-
-    def _add_entries(self, flight: _InFlight, entries: _Entries) -> None:
-        """Count the entries ``flight`` has not seen (a few per cycle: one by one; else vectorized),
-        each added after the earlier ones, as a sum over all of them adds it."""
-        start, end = flight.seen, len(entries.rows)
-        if end - start > _ONE_BY_ONE:
-            new = _Entries(entries.rows[start:], entries.placed_at[start:], entries.pods[start:end],
-                           entries.sampled, entries.settle)
-            kept = new.kept()
-            np.add.at(flight.counts, new.rows[kept], 1)
-            flight.top = int(flight.counts.max()) if len(flight.counts) else 0
-            for quantity, sums in flight.sums.items():
-                new.sum_rows(quantity, kept, sums)
-                flight.overflowed |= not np.isfinite(sums).all()
-        else:
-            sampled, counts, sums_by_quantity, pods = entries.sampled, flight.counts, flight.sums.items(), entries.pods
-            placed_at = entries.placed_at[start:end].tolist()
-            for i, row in enumerate(entries.rows[start:end].tolist(), start):
-                if row < 0:
-                    continue
-                t = float(sampled[row])
-                if t == t and not t < placed_at[i - start] + entries.settle:  # sampled since
-                    continue
-                count = counts[row] = counts[row] + 1
-                if count > flight.top:
-                    flight.top = int(count)
-                pod = pods[i]
-                for quantity, sums in sums_by_quantity:
-                    total = sums[row] = float(sums[row]) + quantity(pod)  # Python floats overflow to inf silently
-                    flight.overflowed |= not math.isfinite(total)
-        flight.seen = end
+        return flight, entries  # (the new entries are counted when a reading first needs them)
 
     # -- policy ------------------------------------------------------------------
     def apply_policy(self, scores: np.ndarray, reading: Reading) -> np.ndarray:
@@ -526,7 +532,7 @@ class RowMemo:
     def get(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, ...]:
         """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read)."""
         table, rows = nodes.table, nodes.rows
-        by_row, flight = reading._by_row, reading._current()
+        by_row, flight = reading._by_row, reading._in_flight  # (the new placements need not be counted here)
         epoch = flight.epoch if flight is not None else -1
         memo = self._tables.get(id(table))
         if memo is None or memo.table is not table or memo.by_row is not by_row or memo.usable is not by_row.usable \
