@@ -189,7 +189,9 @@ class FilterVerdict:
         """(positions of the rejected nodes, ascending; their ``severity``)."""
         if len(self.reasons) == 1 and self._severity is None:  # (a bool mask's positions come cheaper)
             positions = self.reasons[0][1].nonzero()[0]
-            return positions, np.full(len(positions), self._levels[0], dtype=np.int8)
+            levels = np.empty(len(positions), dtype=np.int8)
+            levels.fill(self._levels[0])  # (cheaper than np.full)
+            return positions, levels
         severity = self.severity
         positions = severity.nonzero()[0]
         return positions, severity[positions]

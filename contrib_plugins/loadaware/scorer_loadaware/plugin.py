@@ -221,7 +221,7 @@ class _Part:
 
     reader: MetricReader
     reading: Reading
-    predicted: np.ndarray  # percent, NaN where the node has no value
+    predicted: np.ndarray | None  # percent, NaN where the node has no value (None: not needed)
     raw: np.ndarray  # the raw score if this were the only resource (int64, NO_DATA without fresh data)
     score: np.ndarray  # the strategy's score (int64), before the data policy
     weight: int
@@ -253,6 +253,7 @@ class LoadAware:
             self.readers[resource] = MetricReader(hub, NAME, metric, source, args.policy, args.source)
         self.scored = tuple((r.name, r.weight) for r in args.resources)
         self.total_weight = sum(weight for _, weight in self.scored)
+        self.single = len(self.scored) == 1 and self.total_weight == 1  # the score is one resource's
         self.thresholds = {r: args.usage_thresholds.of(r) for r in RESOURCES if args.usage_thresholds.of(r) > 0}
         self.threshold_reasons = {r: THRESHOLD_REASON.format(label=LABELS[r], threshold=t)
                                   for r, t in self.thresholds.items()}
@@ -301,21 +302,22 @@ class LoadAware:
             reading = reader.read(nodes)
             estimate = self.estimate(pod, resource)
             if estimate == self._last_estimate.get(resource):  # pods alike: their scores by row are kept
-                predicted, raw, score = self.score_memos[resource].get(reading, nodes, estimate)
+                # (the prediction only matters for a weighted mean of several resources)
+                arrays = self.score_memos[resource].get(reading, nodes, estimate, count=2 if self.single else None)
             else:
-                predicted, raw, score = self._scores(resource, reading, nodes, estimate)
+                arrays = self._scores(resource, reading, nodes, estimate)
                 self._last_estimate[resource] = estimate
-            parts.append(_Part(reader, reading, predicted, raw, score, weight))
+            parts.append(_Part(reader, reading, arrays[2] if len(arrays) > 2 else None, arrays[0], arrays[1], weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
-        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: its raw score
+        if self.single:  # one resource of weight 1: its raw score
             return parts[0].raw
         usable = np.logical_and.reduce([p.reading.usable for p in parts])
-        mean = sum(p.weight * finite(p.predicted) for p in parts) / self.total_weight
+        mean = sum(p.weight * finite(cast(np.ndarray, p.predicted)) for p in parts) / self.total_weight
         return _raw_score(np.asarray(mean), usable)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         parts = _score_state(state).parts
-        if len(parts) == 1 and self.total_weight == 1:  # one resource of weight 1: its score
+        if self.single:  # one resource of weight 1: its score
             return parts[0].reader.apply_policy(parts[0].score, parts[0].reading)
         total = np.zeros(len(scores), dtype=np.int64)
         for part in parts:
@@ -328,8 +330,8 @@ class LoadAware:
 
     def _scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per node, with a pod of ``estimate``: the prediction, the raw score it alone gives, and the
-        strategy's score (0% where the node has no fresh data: the data policy replaces it)."""
+        """Per node, with a pod of ``estimate``: the raw score the prediction alone gives, the strategy's
+        score (0% where the node has no fresh data: the data policy replaces it), and the prediction."""
         predicted = self._predict(resource, reading, nodes, estimate)
         usable = reading.usable
         known = np.where(usable, predicted, 0.0)
@@ -337,7 +339,7 @@ class LoadAware:
             score = least_utilized(known)
         else:
             score = target_packing(known, self.args.target_utilization)
-        return predicted, _raw_score(predicted, usable), score
+        return _raw_score(predicted, usable), score, predicted
 
     # -- prediction ------------------------------------------------------------------
     def estimate(self, pod: Pod, resource: str) -> float:

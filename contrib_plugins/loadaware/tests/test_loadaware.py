@@ -268,7 +268,7 @@ def test_kept_verdicts_and_scores_match_computing_them_afresh():
         over = reading.usable & (plugin.predict("cpu", reading, batch, None) > 70)
         assert verdict.failed.tolist() == over.tolist()
         raw = plugin.score_batch(state, pod, batch)
-        predicted, expected_raw, score = plugin._scores("cpu", reading, batch, plugin.estimate(pod, "cpu"))
+        expected_raw, score, predicted = plugin._scores("cpu", reading, batch, plugin.estimate(pod, "cpu"))
         assert raw.tolist() == expected_raw.tolist()
         assert plugin.normalize_score(state, pod, raw).tolist() == reader.apply_policy(score, reading).tolist()
     assert cache.table.nodes_version > 0

@@ -163,10 +163,11 @@ _SCORE_KEY = "Score" + NAME
 @attrs.frozen(slots=True, eq=False)
 class _ScoreState:
     """What Score passes to NormalizeScore: the reading and each node's traffic, divided by a power
-    of two (``_Estimate.scale``: normalizing is the same on any scale)."""
+    of two (``_Estimate.scale``: normalizing is the same on any scale), negative traffic as 0 (it
+    scores as 0 does). NormalizeScore may change ``traffic`` in place (the cycle's own copy)."""
 
     reading: Reading
-    traffic: np.ndarray  # NaN where the node has no value
+    traffic: np.ndarray  # at least 0; NaN where the node has no value
 
 
 def _score_state(state: CycleState) -> _ScoreState:
@@ -221,7 +222,7 @@ class NetworkTraffic:
         score_state = _score_state(state)
         reading = score_state.reading
         if reading.all_usable:  # every node usable, its traffic finite
-            return _normalize_finite(np.maximum(score_state.traffic, 0.0))
+            return _normalize_finite(score_state.traffic)
         return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
     def _estimate(self, reading: Reading, nodes: NodeBatch) -> _Estimate:
@@ -254,9 +255,9 @@ class NetworkTraffic:
         return estimate
 
     def _per_node(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, (value + in-flight pods x per-pod estimate) / scale, and the raw score: bytes/s
-        rounded, capped at +-MAX_RAW_SCORE (clipped before multiplying: never overflows), NO_DATA where
-        the node has no usable value."""
+        """Per node, (value + in-flight pods x per-pod estimate) / scale, at least 0 (NaN stays NaN), and
+        the raw score: bytes/s rounded, capped at +-MAX_RAW_SCORE (clipped before multiplying: never
+        overflows), NO_DATA where the node has no usable value."""
         estimate = cast(_Estimate, key)
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
             traffic = reading.values / estimate.scale
@@ -266,7 +267,8 @@ class NetworkTraffic:
         raw = np.minimum(np.maximum(traffic, -cap), cap)
         raw *= estimate.scale
         np.rint(raw, out=raw)
-        return traffic, (raw if reading.all_usable else np.where(reading.usable, raw, NO_DATA)).astype(np.int64)
+        raw = (raw if reading.all_usable else np.where(reading.usable, raw, NO_DATA)).astype(np.int64)
+        return np.maximum(traffic, 0.0, out=traffic), raw
 
 
 def normalize(traffic: np.ndarray, usable: np.ndarray) -> np.ndarray:

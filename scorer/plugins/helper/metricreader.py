@@ -503,7 +503,6 @@ class _MemoRows:
     by_row: _Rows  # the reader's rows, values and states they were computed from
     usable: np.ndarray
     flight: _InFlight | None
-    epoch: int
     nodes_version: int
     key: Hashable
     seen: int  # in-flight entries accounted for
@@ -529,18 +528,19 @@ class RowMemo:
         self.compute = compute
         self._tables: dict[int, _MemoRows] = {}  # by id(table), oldest first
 
-    def get(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, ...]:
-        """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read)."""
+    def get(self, reading: Reading, nodes: NodeBatch, key: Hashable, count: int | None = None
+            ) -> tuple[np.ndarray, ...]:
+        """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read);
+        only its first ``count`` arrays if given."""
         table, rows = nodes.table, nodes.rows
         by_row, flight = reading._by_row, reading._in_flight  # (the new placements need not be counted here)
-        epoch = flight.epoch if flight is not None else -1
         memo = self._tables.get(id(table))
-        if memo is None or memo.table is not table or memo.by_row is not by_row or memo.usable is not by_row.usable \
-                or memo.flight is not flight or memo.epoch != epoch or memo.nodes_version != table.nodes_version \
-                or memo.key != key:
+        # The reader's rows are of one table, layout and source data; a new in-flight epoch is a new flight.
+        if memo is None or memo.by_row is not by_row or memo.usable is not by_row.usable or memo.flight is not flight \
+                or memo.nodes_version != table.nodes_version or memo.key != key:
             everything = NodeBatch(table, table.rows())
             arrays = self.compute(self.reader.read(everything, reading.now), everything, key)
-            memo = _MemoRows(table, by_row, by_row.usable, flight, epoch, table.nodes_version, key, reading._seen,
+            memo = _MemoRows(table, by_row, by_row.usable, flight, table.nodes_version, key, reading._seen,
                              arrays, np.zeros(len(table), dtype=bool))
             self._tables.pop(id(table), None)
             self._tables[id(table)] = memo
@@ -554,7 +554,7 @@ class RowMemo:
             memo.seen, memo.any_stale = reading._seen, True
         if memo.any_stale and np.count_nonzero(memo.stale[rows]):  # (count_nonzero: cheaper than any())
             self._refresh(memo, reading, nodes, key)
-        return tuple([array[rows] for array in memo.arrays])
+        return tuple([array[rows] for array in memo.arrays[:count]])
 
     def _refresh(self, memo: _MemoRows, reading: Reading, nodes: NodeBatch, key: Hashable) -> None:
         """Compute again every row marked stale (the batch holds one): in one call, as batches go round
