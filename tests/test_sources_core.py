@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scorer.errors import InputError
-from scorer.framework import FilterVerdict, NodeBatch
+from scorer.framework import CycleState, FilterVerdict, NodeBatch
 from scorer.hookspecs import hookimpl
 from scorer.plugins.helper.metricreader import MetricReader, source_hub
 from scorer.sources import (
@@ -328,6 +328,27 @@ def test_in_flight_is_counted_when_a_reading_first_needs_it():
     last = reader.read(every)
     assert last.in_flight_load(quantity).tolist() == expected(last)  # three, one by one
     assert last.in_flight_counts().tolist() == [5, 5, 7]
+
+
+def test_a_reader_reads_once_per_cycle_given_the_cycle_state():
+    """With the cycle's state, later batches of the same table get the first reading's time, states and
+    in-flight pods (Filter's chunks and Score see one view); another table, or no state, reads anew."""
+    clock = Clock(1000.0)
+    hub = _hub({"n1": (0.5, 0.0), "n2": (0.2, 85.0), "n3": (0.9, 0.0)}, clock)
+    reader = _reader(hub)  # maxAge 90s
+    cache = make_cache([make_node(n) for n in ("n1", "n2", "n3")])
+    state = CycleState()
+    first = reader.read(NodeBatch(cache.table, cache.table.rows()[:2]), state=state)
+    clock.now += 10  # n2 turns stale, and a pod is placed on n3: not within this cycle's view
+    hub.in_flight.placed(make_pod("p"), "n3", at=clock.now)
+    later = reader.read(NodeBatch(cache.table, cache.table.rows()[1:]), state=state)
+    assert later.now == first.now == 1000.0
+    assert later.state.tolist() == [0, 0] and later.values.tolist() == [0.2, 0.9]
+    assert later.in_flight_counts().tolist() == [0, 0]
+    fresh = reader.read(NodeBatch(cache.table, cache.table.rows()[1:]))
+    assert fresh.state.tolist() == [1, 0] and fresh.in_flight_counts().tolist() == [0, 1]
+    other = make_cache([make_node(n) for n in ("n3", "n1")])
+    assert reader.read(NodeBatch(other.table, other.table.rows()), state=state).in_flight_counts().tolist() == [1, 0]
 
 
 def test_states_follow_the_clock_both_ways():

@@ -282,7 +282,7 @@ class LoadAware:
             return None
         verdict = FilterVerdict(len(nodes))
         for resource, reader in self.readers.items():
-            reading = reader.read(nodes)
+            reading = reader.read(nodes, state=state)
             reader.filter_unusable(reading, verdict)
             threshold = self.thresholds.get(resource)
             if threshold:
@@ -299,7 +299,7 @@ class LoadAware:
         parts = []
         for resource, weight in self.scored:
             reader = self.readers[resource]
-            reading = reader.read(nodes)
+            reading = reader.read(nodes, state=state)
             estimate = self.estimate(pod, resource)
             if estimate == self._last_estimate.get(resource):  # pods alike: their scores by row are kept
                 # (the prediction only matters for a weighted mean of several resources)

@@ -209,11 +209,11 @@ class NetworkTraffic:
         if self.args.policy.on_missing != "filter":
             return None
         verdict = FilterVerdict(len(nodes))
-        self.reader.filter_unusable(self.reader.read(nodes), verdict)
+        self.reader.filter_unusable(self.reader.read(nodes, state=state), verdict)
         return verdict
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
-        reading = self.reader.read(nodes)
+        reading = self.reader.read(nodes, state=state)
         traffic, raw = self.memo.get(reading, nodes, self._estimate(reading, nodes))
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         return raw

@@ -1,8 +1,9 @@
 """MetricReader: one plugin's view of one source, under the plugin's data policy.
 
-Per scheduling cycle a plugin calls ``reader.read(nodes)`` and gets a
-``Reading``: the value, its age and its state for every node of the batch,
-plus the pods placed on those nodes since their last sample (in-flight).
+Per scheduling cycle a plugin calls ``reader.read(nodes, state=state)`` and
+gets a ``Reading``: the value, its age and its state for every node of the
+batch, plus the pods placed on those nodes since their last sample
+(in-flight); later batches of the cycle get the same view.
 
 States (``Reading.state``):
 
@@ -40,7 +41,7 @@ import attrs
 import numpy as np
 
 from scorer.errors import PluginError
-from scorer.framework import Code, FilterVerdict, NodeBatch
+from scorer.framework import Code, CycleState, FilterVerdict, NodeBatch
 from scorer.framework.runtime import Handle
 from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scorer.model import Pod
@@ -246,6 +247,13 @@ class Reading:
         # brought up to them when first asked for (most cycles ask for none: results kept by row).
         self._seen = len(self._entries.rows) if self._entries is not None else 0
 
+    def of_rows(self, rows: np.ndarray) -> Reading:
+        """The same reading (time, states, in-flight pods) for other rows of the table."""
+        states = None if self._state_by_row is None or self._usable_by_row is None \
+            else (self._state_by_row, self._usable_by_row)
+        in_flight = None if self._in_flight is None or self._entries is None else (self._in_flight, self._entries)
+        return Reading(self.fail_open, self.now, rows, self._by_row, states, in_flight)
+
     @property
     def table_key(self) -> object:
         """The same object (compare with ``is``) while the source's data and the table's nodes stay the
@@ -391,6 +399,7 @@ class MetricReader:
         self.ttl = policy.in_flight.ttl.total_seconds()
         self._tables: dict[int, _Rows] = {}  # by id(table), least recently read first
         self._last: _Rows | None = None  # the one read last
+        self._state_key = f"MetricReader/{plugin}/{metric}/{id(self)}"  # its reading in a CycleState
         hub.bind(plugin, metric, source, self)
 
     def describe_policy(self) -> str:
@@ -412,7 +421,17 @@ class MetricReader:
         self._last = rows
         return rows
 
-    def read(self, nodes: NodeBatch, now: float | None = None) -> Reading:
+    def read(self, nodes: NodeBatch, now: float | None = None, state: CycleState | None = None) -> Reading:
+        """The reading of ``nodes`` at ``now`` (the hub's clock by default). Given the cycle's ``state``,
+        the reader reads once per cycle: later batches of the same table (Filter's next chunk, Score)
+        get the first reading's time, states and in-flight pods, so the cycle sees one view."""
+        if state is not None:
+            first: Reading | None = state.get(self._state_key)
+            if first is not None and first._by_row.table is nodes.table:
+                return first.of_rows(nodes.rows)
+            reading = self.read(nodes, now)
+            state.write(self._state_key, reading)
+            return reading
         now = self.hub.clock() if now is None else now
         table = nodes.table
         rows = nodes.rows
