@@ -246,7 +246,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         port=args.port, tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
         log_format=args.log_format, enable_debug_endpoints=args.enable_debug_endpoints,
         autoload=False if args.no_plugin_autoload else None, blocked=tuple(args.block_plugin or ()),
-        seed=args.seed)
+        seed=args.seed, extender_profile=args.extender_profile, extender_prefix=args.extender_prefix,
+        no_scheduling=args.no_scheduling, metrics_file=args.metrics)
     logs.configure(options.log_format)
     service = build_service(options)
     for warning in service.asm.warnings:
@@ -338,7 +339,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="random seed for tie breaks (default: a random one; set it to "
                                             "reproduce a run with scorer simulate)")
     p.add_argument("--enable-debug-endpoints", action="store_true",
-                   help="also serve /configz and /debug/queue (the queue's pods): internals, off by default")
+                   help="also serve /configz and /debug/queue (the queue's pods), and /debug/extender (the "
+                        "extender's last decisions): internals, off by default")
+    p.add_argument("--extender-profile", metavar="NAME",
+                   help="also serve kube-scheduler's extender calls (POST <prefix>/filter, <prefix>/prioritize) "
+                        "with the Filter and Score plugins of this profile")
+    p.add_argument("--extender-prefix", default="/scheduler", metavar="PATH",
+                   help="URL path of the extender verbs (default /scheduler: kube-scheduler's urlPrefix is "
+                        "http://HOST:PORT/scheduler)")
+    p.add_argument("--no-scheduling", action="store_true",
+                   help="with --extender-profile: serve only the extender, /metrics and the probes; bind "
+                        "nothing, no leader election")
+    p.add_argument("--metrics", metavar="FILE", help="MetricsSnapshot file (YAML/JSON) that metric-driven plugins "
+                                                     "read instead of Prometheus (demos, tests)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("bench", help="the capacity-planning bench: pods/s, cycle latency and memory as the cluster "

@@ -117,7 +117,7 @@ def explain_pod(
     if pod.node_name and not from_manifest:
         pod = attrs.evolve(pod, node_name="")
     table = asm.cache.table
-    metrics = _metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
+    metrics = metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
     # score_all: a lone feasible node is scored too (kube-scheduler, and a real cycle, skip scoring
     # then), so the explanation shows every plugin's scores; the chosen node is the same.
     result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True, score_all=True)
@@ -162,7 +162,7 @@ def explain_pod(
     return out
 
 
-def _metrics_by_node(hub: SourceHub, fwk: Framework, batch: NodeBatch) -> dict[str, dict[str, Any]]:
+def metrics_by_node(hub: SourceHub, fwk: Framework, batch: NodeBatch) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for binding in hub.bindings:
         if fwk.plugins.get(binding.plugin) is None:

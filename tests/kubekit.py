@@ -72,6 +72,24 @@ def kube_binaries() -> tuple[str, str, str]:
     return found.apiserver, found.etcd, found.openssl
 
 
+def scorer_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The one container (``scorer``) of a shipped Deployment."""
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["scorer"]
+    return containers[0]
+
+
+def kube_scheduler_binary() -> str:
+    """kube-scheduler v1.20.2's path; skips (fails under CI=true) when it is not built."""
+    binary = controlplane.find_binary("kube-scheduler")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("kube-scheduler is required under CI=true: 'bash scripts/build-kube.sh' builds it",
+                        pytrace=False)
+        pytest.skip("no kube-scheduler: 'bash scripts/build-kube.sh' builds it (as root)")
+    return binary
+
+
 @attrs.frozen(slots=True)
 class AuditedRequest:
     """One request as the audit log saw it (``api_group`` is ``""`` for the core group)."""

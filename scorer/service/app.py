@@ -11,19 +11,23 @@ cleanup context, started in this order and stopped in the reverse one:
 3. ``reflector:<resource>``, one per reflector of the API source (namespaces,
    nodes, pods; ``cluster-source`` for another source): they feed the event
    handlers, and are restarted with backoff if they crash;
-4. ``metric-sources``: the background refreshers of the metric-driven plugins;
+4. ``metric-sources``: the background refreshers of the metric-driven plugins
+   (with ``--metrics FILE``, the task that samples the snapshot again);
 5. ``leader-elector``: campaigns for the Lease, renews it, releases it on
    shutdown; losing it stops scheduling at once and ends the process with
    exit status 1, so its pod restarts as a standby;
 6. ``scheduling-loop``: waits for the caches to sync (and for leadership),
    then runs ``Scheduler.run``; on shutdown stops taking pods and lets
    in-flight bindings finish within ``binding_grace`` seconds (the rest are
-   forgotten: the pod stays pending for the next leader).
+   forgotten: the pod stays pending for the next leader). Not started with
+   ``--no-scheduling`` (an extender only: nothing is bound).
 
 Standbys keep their caches warm and serve the probes; only the leader
 schedules. HTTP: ``/metrics`` (the app's one registry), ``/healthz``,
-``/livez``, ``/readyz`` (``scorer.service.health``); ``/configz`` and
-``/debug/queue`` only with ``--enable-debug-endpoints``.
+``/livez``, ``/readyz`` (``scorer.service.health``); with
+``--extender-profile``, kube-scheduler's extender verbs (``scorer.extender``);
+``/configz``, ``/debug/queue`` (and ``/debug/extender``) only with
+``--enable-debug-endpoints``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from scorer.assembly import Assembly
 from scorer.cluster.interface import ClusterSource
 from scorer.config import effective_config
+from scorer.extender import http as extender_http
+from scorer.extender.extender import Extender
 from scorer.model import Pod
 from scorer.service.health import HealthEndpoint, NamedCheck
 from scorer.service.options import ServiceOptions
@@ -53,6 +59,10 @@ log = logging.getLogger("scorer.service")
 FLUSH_TIMEOUT = 2.0
 # /livez fails when the scheduling loop has not turned for this long (it turns at least every second).
 LOOP_MAX_SILENCE = 60.0
+# A MetricsSnapshot (--metrics FILE) is sampled again this often, so its values keep the ages it gives.
+SNAPSHOT_RESAMPLE = 5.0
+# With --enable-debug-endpoints, /debug/extender shows this many of the extender's last decisions.
+EXTENDER_DECISIONS_KEPT = 20
 
 
 class Elector(Protocol):
@@ -99,6 +109,7 @@ class Service:
         self._stop_requested: asyncio.Event | None = None
         self._stop_task: asyncio.Task[None] | None = None
         self._invalid_reported: dict[str, str] = {}  # pod uid -> the message its Event gave
+        self.extender: Extender | None = None  # with --extender-profile, made by app()
 
     # -- stopping -------------------------------------------------------------------
     @property
@@ -201,8 +212,17 @@ class Service:
 
     async def _metric_sources(self, app: web.Application) -> AsyncIterator[None]:
         self.asm.sources.start()
+        if self.asm.sources.static_sources:  # a MetricsSnapshot (--metrics FILE): its values must not age
+            self.supervisor.start("metrics-snapshot", self._resample_snapshot, restart=True)
         yield
+        if self.asm.sources.static_sources:
+            await self.supervisor.stop("metrics-snapshot")
         await self.asm.sources.stop()
+
+    async def _resample_snapshot(self) -> None:
+        while True:
+            self.asm.sources.resample_snapshot()
+            await asyncio.sleep(SNAPSHOT_RESAMPLE)
 
     async def _leader_elector(self, app: web.Application) -> AsyncIterator[None]:
         if self.elector is None:
@@ -215,6 +235,9 @@ class Service:
             await self.elector.release()
 
     async def _scheduling_loop(self, app: web.Application) -> AsyncIterator[None]:
+        if self.options.no_scheduling:  # only the extender: nothing is bound
+            yield
+            return
         self.supervisor.start("scheduling-loop", self._run_scheduling, restart=False)
         yield
         self.shutting_down = True
@@ -288,14 +311,21 @@ class Service:
                                for info in queue.pending_pods()]})
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024)  # the endpoints take no request bodies
+        options = self.options
+        # Only the extender's verbs take request bodies (its Nodes form carries whole Node objects).
+        app = web.Application(client_max_size=extender_http.MAX_BODY if options.extender_profile else 1024)
         app[SERVICE_KEY] = self
         for endpoint in self.health_endpoints():
             endpoint.add_routes(app)
         app.router.add_get("/metrics", self._metrics)
-        if self.options.enable_debug_endpoints:
+        if options.enable_debug_endpoints:
             app.router.add_get("/configz", self._configz)
             app.router.add_get("/debug/queue", self._debug_queue)
+        if options.extender_profile:
+            self.extender = Extender(self.asm.frameworks[options.extender_profile], self.asm.cache, self.asm.sources,
+                                     keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
+            extender_http.add_routes(app, self.extender, self.asm.metrics.registry, options.extender_prefix,
+                                     debug=options.enable_debug_endpoints)
         app.cleanup_ctx.extend([self._api_session, self._binder, *self._cluster_source_contexts(),
                                 self._metric_sources, self._leader_elector, self._scheduling_loop])
         return app

@@ -25,7 +25,7 @@ from pathlib import Path
 from scorer import __version__
 from scorer.assembly import assemble
 from scorer.config import SchedulerConfig, load_and_resolve
-from scorer.errors import ConfigError
+from scorer.errors import ConfigError, InputError
 from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient
 from scorer.kube.config import ClusterAccess, KubeConfigError, default_kubeconfig_path, in_cluster, load_kubeconfig
 from scorer.kube.leader import LeaderElector
@@ -35,6 +35,7 @@ from scorer.metrics import SchedulerMetrics
 from scorer.registry import build_registry
 from scorer.service.app import Service
 from scorer.service.options import ServiceOptions
+from scorer.sources import load_snapshot
 
 USER_AGENT = f"scorer/{__version__}"
 
@@ -52,9 +53,22 @@ def resolve_access(options: ServiceOptions, config: SchedulerConfig) -> ClusterA
                           f"configuration), run scorer in a pod, or create {default}")
 
 
+def check_extender_options(options: ServiceOptions, profiles: list[str]) -> None:
+    if options.no_scheduling and not options.extender_profile:
+        raise InputError("--no-scheduling serves only the extender: give --extender-profile NAME too")
+    if options.extender_profile is not None and options.extender_profile not in profiles:
+        raise InputError(f"--extender-profile: {options.config} has no profile {options.extender_profile!r} "
+                         f"(profiles: {', '.join(profiles) or 'none'})")
+    prefix = options.extender_prefix
+    if not prefix.startswith("/") or any(c in prefix for c in "?#{} ") or "//" in prefix:
+        raise InputError(f"--extender-prefix: expected a URL path such as /scheduler, got {prefix!r}")
+
+
 def build_service(options: ServiceOptions) -> Service:
     registry = build_registry(autoload=options.autoload, blocked=options.blocked)
     config, _ = load_and_resolve(options.config, registry.catalog())
+    check_extender_options(options, [profile.scheduler_name for profile in config.profiles])
+    snapshot = load_snapshot(options.metrics_file) if options.metrics_file else None
     access = resolve_access(options, config)
     connection = config.client_connection
     metrics = SchedulerMetrics()
@@ -65,11 +79,12 @@ def build_service(options: ServiceOptions) -> Service:
     api, events = client(), client()
     writer = ApiWriter(api, events_client=events, registry=metrics.registry,
                        controller=config.profiles[0].scheduler_name if config.profiles else "default-scheduler")
-    asm = assemble(options.config, writer, registry=registry, metrics=metrics, seed=options.seed)
+    asm = assemble(options.config, writer, registry=registry, metrics=metrics, seed=options.seed,
+                   metrics_snapshot=snapshot)
     clients = [api, events]
     election = config.leader_election
     elector = None
-    if election.leader_elect:
+    if election.leader_elect and not options.no_scheduling:  # (an extender alone binds nothing: no lease)
         elector_client = client(timeout=election.renew_deadline.total_seconds())
         clients.append(elector_client)
         try:

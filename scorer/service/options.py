@@ -29,3 +29,8 @@ class ServiceOptions:
     seed: int | None = None  # tie breaks; None: random
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     binding_grace: float = DEFAULT_BINDING_GRACE
+    # Extender mode (``scorer.extender``): serve kube-scheduler's extender calls with this profile.
+    extender_profile: str | None = None
+    extender_prefix: str = "/scheduler"
+    no_scheduling: bool = False  # serve only the extender, health and metrics: bind nothing, no leader election
+    metrics_file: str | None = None  # a MetricsSnapshot the metric-driven plugins read instead of Prometheus

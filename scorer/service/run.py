@@ -63,7 +63,10 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
             raise ListenError(f"cannot listen on {where}: {exc.strerror or exc}") from None
         port = int(runner.addresses[0][1]) if runner.addresses else options.port
         scheme = "https" if context is not None else "http"
-        log.info("serving /metrics, /healthz, /livez, /readyz on %s://%s:%d", scheme, options.bind_address, port)
+        extender = (f", the extender ({options.extender_prefix.rstrip('/')}/filter, /prioritize; profile "
+                    f"{options.extender_profile})" if options.extender_profile else "")
+        log.info("serving /metrics, /healthz, /livez, /readyz%s on %s://%s:%d%s", extender, scheme,
+                 options.bind_address, port, "; scheduling nothing (--no-scheduling)" if options.no_scheduling else "")
         if on_listening is not None and not on_listening.done():
             on_listening.set_result(port)
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -278,6 +278,13 @@ class SourceHub:
             static.match_nodes(names)
         await asyncio.gather(*(s.refresh() for s in self._by_spec.values()))
 
+    def resample_snapshot(self) -> None:
+        """The snapshot's values sampled again now, each with the age the snapshot gives it (``run
+        --metrics FILE``: the values do not age while the scheduler runs)."""
+        now = self.clock()
+        for static in self.static_sources:
+            static.resample(now)
+
     def start(self) -> None:
         """Start every Prometheus source's refresh task (needs a running event loop)."""
         for source in self._by_spec.values():

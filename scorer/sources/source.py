@@ -64,6 +64,14 @@ class StaticSource:
         self.origin = origin
         self._data = SourceData(values=dict(values), sample_times=dict(sample_times), generation=1,
                                 last_success=loaded_at, last_attempt=loaded_at, series=len(values))
+        self._ages = {node: loaded_at - t for node, t in sample_times.items()}  # as the snapshot gives them
+
+    def resample(self, now: float) -> None:
+        """The same values sampled again at ``now``, each as old as the snapshot says (a snapshot read
+        by a long-running scheduler stays as fresh as written instead of ageing since it was loaded)."""
+        data = self._data
+        self._data = attrs.evolve(data, sample_times={node: now - age for node, age in self._ages.items()},
+                                  generation=data.generation + 1, last_success=now, last_attempt=now)
 
     @property
     def data(self) -> SourceData:

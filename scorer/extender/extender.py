@@ -1,0 +1,191 @@
+"""``Extender``: one profile's Filter and Score plugins over the nodes kube-scheduler sends.
+
+kube-scheduler runs its own plugins, then calls the extender with the nodes
+that passed them: ``filter`` runs the profile's PreFilter and Filter plugins
+over those nodes (each call is a cycle of its own: a fresh ``CycleState``),
+``prioritize`` its PreFilter, PreScore and Score plugins. Nodes are resolved by
+name from scorer's cache (the service's watch), in both request forms: the
+plugins read what the cache holds (allocatable, the pods on the node, metrics
+by node name), exactly what a scorer cycle would.
+
+* A node the cache does not know yet (its watch event has not arrived) passes
+  Filter and gets the middle score (5): scorer cannot judge it, kube-scheduler's
+  own plugins already did. ``scorer_extender_unknown_nodes_total`` counts them.
+* Scores: scorer's total for a node is the weighted sum of the profile's
+  normalized scores (0-100 each); the extender answers its weighted mean on
+  kube's 0-10 scale, rounded half up: ``round(total * 10 / (100 * sum of
+  weights))``. kube-scheduler multiplies it by the extender's ``weight`` and by
+  10 and adds it to its own plugins' total.
+* A plugin that fails (an Error status) makes the request fail with its message
+  (``PluginFailure``); a metric source without data follows each plugin's data
+  policy, as in a scorer cycle.
+* The pod is not placed here: kube-scheduler binds it, and the pod watch then
+  shows it bound, which counts it in flight for the metric plugins like any
+  other placement.
+
+With ``keep`` > 0 the last ``keep`` decisions are kept for ``/debug/extender``:
+per node, what ``scorer explain`` shows (Filter status, per-plugin scores, the
+metrics each metric-driven plugin read), plus the score answered.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from scorer.cache import ClusterCache
+from scorer.errors import ScorerError
+from scorer.explain import metrics_by_node
+from scorer.extender.wire import MAX_EXTENDER_PRIORITY, ExtenderArgs
+from scorer.framework import Code, CycleState, NodeBatch, Status
+from scorer.framework.runtime import Framework
+from scorer.framework.types import MAX_NODE_SCORE
+from scorer.sources import SourceHub
+
+#: The score of a node scorer's cache does not know (the middle of the 0-10 range).
+UNKNOWN_NODE_SCORE = MAX_EXTENDER_PRIORITY // 2
+
+
+class PluginFailure(ScorerError):
+    """A plugin of the extender's profile failed (an Error status): the request fails with its message."""
+
+
+def extender_scores(totals: np.ndarray, total_weight: int) -> np.ndarray:
+    """Weighted totals of normalized scores (0-100 each) as their weighted mean on the 0-10 scale,
+    rounded half up (0 when no plugin scored)."""
+    if total_weight <= 0:
+        return np.zeros(len(totals), dtype=np.int64)
+    scale = MAX_NODE_SCORE * total_weight  # the largest total
+    return (totals.astype(np.int64) * (2 * MAX_EXTENDER_PRIORITY) + scale) // (2 * scale)
+
+
+class Extender:
+    """The extender verbs over profile ``fwk`` and the scheduler's ``cache``."""
+
+    def __init__(self, fwk: Framework, cache: ClusterCache, sources: SourceHub | None = None, *,
+                 keep: int = 0, clock: Any = time.time) -> None:
+        self.fwk = fwk
+        self.cache = cache
+        self.sources = sources
+        self.clock = clock
+        self.decisions: collections.deque[dict[str, Any]] | None = collections.deque(maxlen=keep) if keep else None
+        self.on_unknown: Callable[[int], object] | None = None  # told how many names the cache did not know
+
+    @property
+    def profile(self) -> str:
+        return self.fwk.profile_name
+
+    def _resolve(self, args: ExtenderArgs) -> tuple[np.ndarray, list[str], list[str]]:
+        """(table rows of the known nodes, their names, the unknown names), in request order."""
+        index = self.cache.table.index
+        rows, known, unknown = [], [], []
+        for name in args.node_names:
+            row = index.get(name)
+            if row is None:
+                unknown.append(name)
+            else:
+                rows.append(row)
+                known.append(name)
+        if unknown and self.on_unknown is not None:
+            self.on_unknown(len(unknown))
+        return np.array(rows, dtype=np.int64), known, unknown
+
+    # -- filter ------------------------------------------------------------------------
+    def filter(self, args: ExtenderArgs) -> tuple[list[str], dict[str, str], dict[str, str]]:
+        """(the names that pass, in request order; Unschedulable nodes and why; UnschedulableAndUnresolvable
+        nodes and why). ``PluginFailure`` when a plugin fails."""
+        fwk, pod, table = self.fwk, args.pod, self.cache.table
+        rows, known, _ = self._resolve(args)
+        statuses: dict[str, Status] = {}
+        if len(rows):
+            state = CycleState()
+            allowed, status = fwk.run_pre_filter(state, pod, NodeBatch(table, rows))
+            _raise_error(status, "PreFilter")
+            if not status.is_success():  # PreFilter rejects the pod on every node
+                statuses = dict.fromkeys(known, status)
+            else:
+                if allowed is not None:  # a PreFilterResult narrowed the nodes
+                    narrowed = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                      (f"node(s) didn't satisfy plugin(s) [{', '.join(state.narrowed_by)}]",))
+                    keep = np.array([name in allowed for name in known], dtype=bool)
+                    statuses = {name: narrowed for name, kept in zip(known, keep.tolist(), strict=True) if not kept}
+                    rows, known = rows[keep], [name for name, kept in zip(known, keep.tolist(), strict=True) if kept]
+                outcome = fwk.run_filters(state, pod, table, rows)
+                if outcome.error is not None:
+                    _raise_error(outcome.error, "Filter")
+                for record in outcome.records:
+                    for i, position in enumerate(record.positions.tolist()):
+                        statuses[known[position]] = record.status_at(i)
+        failed = {name: _reason(status) for name, status in statuses.items()
+                  if status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+        unresolvable = {name: _reason(status) for name, status in statuses.items()
+                        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+        passed = [name for name in args.node_names if name not in statuses]
+        if self.decisions is not None:
+            self._record("filter", args, {name: {"feasible": name not in statuses,
+                                                 "filter": _status_json(statuses.get(name))}
+                                          for name in args.node_names})
+        return passed, failed, unresolvable
+
+    # -- prioritize --------------------------------------------------------------------
+    def prioritize(self, args: ExtenderArgs) -> list[int]:
+        """The 0-10 score of every node of the request, in its order. ``PluginFailure`` when a plugin fails."""
+        fwk, pod, table = self.fwk, args.pod, self.cache.table
+        rows, known, _ = self._resolve(args)
+        by_name: dict[str, int] = {}
+        details: dict[str, dict[str, Any]] = {}
+        if len(rows):
+            state = CycleState()
+            batch = NodeBatch(table, rows)
+            _, status = fwk.run_pre_filter(state, pod, batch)  # (plugins may score from PreFilter's state)
+            _raise_error(status, "PreFilter")
+            _raise_error(fwk.run_pre_score(state, pod, batch), "PreScore")
+            outcome = fwk.run_score(state, pod, batch)
+            if outcome.error is not None:
+                _raise_error(outcome.error, "Score")
+            total_weight = sum(plugin.weight for plugin in outcome.plugins)
+            scores = extender_scores(outcome.totals, total_weight)
+            by_name = dict(zip(known, scores.tolist(), strict=True))
+            if self.decisions is not None:
+                for i, name in enumerate(known):
+                    per_plugin = {p.plugin: {"raw": int(p.raw[i]), "normalized": int(p.normalized[i]),
+                                             "weight": p.weight, "weighted": int(p.normalized[i]) * p.weight}
+                                  for p in outcome.plugins}
+                    details[name] = {"scores": per_plugin, "total": int(outcome.totals[i])}
+        answer = [by_name.get(name, UNKNOWN_NODE_SCORE) for name in args.node_names]
+        if self.decisions is not None:
+            self._record("prioritize", args, {name: {**details.get(name, {"scores": {}, "total": 0, "unknown": True}),
+                                                     "extenderScore": score}
+                                              for name, score in zip(args.node_names, answer, strict=True)})
+        return answer
+
+    # -- /debug/extender ---------------------------------------------------------------
+    def _record(self, verb: str, args: ExtenderArgs, nodes: dict[str, dict[str, Any]]) -> None:
+        assert self.decisions is not None
+        table = self.cache.table
+        rows = np.array([table.index[name] for name in args.node_names if name in table.index], dtype=np.int64)
+        metrics = metrics_by_node(self.sources, self.fwk, NodeBatch(table, rows)) if self.sources is not None else {}
+        for name, entry in nodes.items():
+            entry["metrics"] = metrics.get(name, {})
+        self.decisions.append({"verb": verb, "pod": args.pod.key, "profile": self.profile,
+                               "at": round(self.clock(), 3), "nodes": nodes})
+
+
+def _raise_error(status: Status, point: str) -> None:
+    if status.code == Code.ERROR:
+        raise PluginFailure(f"{point}: {status.message()}")
+
+
+def _reason(status: Status) -> str:
+    return ", ".join(reason for reason in status.reasons if reason) or \
+        (f"rejected by {status.plugin}" if status.plugin else status.code.label)
+
+
+def _status_json(status: Status | None) -> dict[str, Any] | None:
+    if status is None:
+        return None
+    return {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}

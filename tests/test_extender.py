@@ -1,0 +1,274 @@
+"""Extender mode over an in-memory cluster: the wire format, the verbs, the HTTP endpoints, the metrics.
+
+The same endpoints answer a real kube-scheduler v1.20.2 in tests/test_extender_kube.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from scorer.assembly import assemble
+from scorer.cluster.memory import InMemoryCluster
+from scorer.errors import InputError
+from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
+from scorer.extender.wire import filter_result, host_priorities
+from scorer.registry import build_registry
+from scorer.service.app import Service
+from scorer.service.build import check_extender_options
+from scorer.service.options import ServiceOptions
+from scorer.sources import MetricsSnapshot, SourceArgs, SourceHub
+from scorer.testing import make_node, make_pod
+
+PROFILE = "scorer-extender"
+CONFIG: dict[str, Any] = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {"schedulerName": "default-scheduler"},
+        {"schedulerName": PROFILE,
+         "plugins": {"multiPoint": {"enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
+                                                {"name": "LoadAware", "weight": 3},
+                                                {"name": "NetworkTraffic", "weight": 2}],
+                                    "disabled": [{"name": "*"}]}},
+         "pluginConfig": [{"name": "LoadAware", "args": {"usageThresholds": {"cpu": 90}}}]},
+    ],
+}
+# busy: CPU above the 90% threshold; idle: little CPU and traffic; loud: little CPU, much traffic.
+SNAPSHOT = MetricsSnapshot({
+    "cpu_utilization": {"busy": (0.95, 0.0), "idle": (0.10, 0.0), "loud": (0.15, 0.0), "half": (0.50, 0.0)},
+    "network_receive_bytes_per_second": {"busy": (1e6, 0.0), "idle": (1e5, 0.0), "loud": (9e7, 0.0),
+                                         "half": (1e6, 0.0)},
+}, "test snapshot")
+NODES = ("busy", "idle", "loud", "half")
+
+
+def api_pod(name: str = "web-1", cpu: str = "500m") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"schedulerName": "default-scheduler",
+                     "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def api_node(name: str) -> dict[str, Any]:
+    alloc = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": alloc, "capacity": alloc}}
+
+
+def body(names: list[str], *, cache_capable: bool = True, pod: dict[str, Any] | None = None) -> bytes:
+    if cache_capable:
+        return orjson.dumps({"Pod": pod or api_pod(), "Nodes": None, "NodeNames": names})
+    return orjson.dumps({"Pod": pod or api_pod(), "Nodes": {"metadata": {}, "items": [api_node(n) for n in names]},
+                         "NodeNames": None})
+
+
+def make_assembly(snapshot: MetricsSnapshot = SNAPSHOT, config: dict[str, Any] = CONFIG):
+    cluster = InMemoryCluster([make_node(n, cpu="4", memory="16Gi") for n in NODES], [], [])
+    asm = assemble(config, cluster, registry=build_registry(), metrics_snapshot=snapshot)
+    cluster.start(asm.handlers)
+    return asm, cluster
+
+
+def make_extender(**kwargs) -> Extender:
+    asm, _ = make_assembly(**kwargs)
+    return Extender(asm.frameworks[PROFILE], asm.cache, asm.sources, keep=5)
+
+
+# -- the wire format -------------------------------------------------------------------------
+
+
+def test_args_are_read_in_both_forms_and_keys_in_any_case():
+    names = read_args(body(["idle", "busy"]))
+    assert names.pod.key == "default/web-1" and names.node_names == ("idle", "busy") and names.nodes is None
+    whole = read_args(body(["idle", "busy"], cache_capable=False))
+    assert whole.node_names == ("idle", "busy") and whole.nodes is not None and len(whole.nodes) == 2
+    lower = read_args(orjson.dumps({"pod": api_pod(), "nodenames": ["idle"]}))  # Go matches any case
+    assert lower.node_names == ("idle",)
+    empty = read_args(orjson.dumps({"Pod": api_pod(), "Nodes": None, "NodeNames": None}))
+    assert empty.node_names == ()
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b"{not json", "the request body is not JSON"),
+    (b"[1, 2]", "must be a JSON object (ExtenderArgs), got list"),
+    (orjson.dumps({"NodeNames": ["a"]}), "Pod: required"),
+    (orjson.dumps({"Pod": {"metadata": {"name": "p"}, "spec": {"containers": "x"}}, "NodeNames": []}), "Pod: "),
+    (orjson.dumps({"Pod": api_pod(), "NodeNames": "a"}), "NodeNames: must be a list of node names"),
+    (orjson.dumps({"Pod": api_pod(), "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items[0].metadata.name"),
+    (orjson.dumps({"Pod": api_pod(), "Nodes": []}), "Nodes: must be a NodeList object"),
+])
+def test_requests_that_cannot_be_read_say_why(raw, message):
+    with pytest.raises(BadRequest) as info:
+        read_args(raw)
+    assert message in str(info.value)
+
+
+def test_results_are_written_pascal_case_in_the_form_asked():
+    args = read_args(body(["idle", "busy", "half"], cache_capable=False))
+    result = filter_result(args, ["idle", "half"], {"busy": "too busy"}, {})
+    assert set(result) == {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
+    assert result["NodeNames"] is None and [n["metadata"]["name"] for n in result["Nodes"]["items"]] == ["idle", "half"]
+    assert result["Nodes"]["items"][0] == api_node("idle")  # the objects as they were sent
+    by_name = filter_result(read_args(body(["idle", "busy"])), ["idle"], {"busy": "too busy"}, {})
+    assert by_name["NodeNames"] == ["idle"] and by_name["Nodes"] is None
+    assert host_priorities(["a", "b"], [3, 10]) == [{"Host": "a", "Score": 3}, {"Host": "b", "Score": 10}]
+
+
+def test_scores_map_to_the_extender_scale_rounding_half_up():
+    # weights 3 + 2: the total's maximum is 500; 0 -> 0, 25 (2.5 of 10... of 500: 0.5) -> 1, 500 -> 10
+    totals = np.array([0, 24, 25, 249, 250, 475, 500])
+    assert extender_scores(totals, 5).tolist() == [0, 0, 1, 5, 5, 10, 10]
+    assert extender_scores(np.array([0, 50, 100]), 1).tolist() == [0, 5, 10]
+    assert extender_scores(np.array([7, 8]), 0).tolist() == [0, 0]
+
+
+# -- the verbs -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cache_capable", [True, False])
+def test_filter_rejects_busy_nodes_and_passes_unknown_ones(cache_capable):
+    extender = make_extender()
+    passed, failed, unresolvable = extender.filter(read_args(body(["busy", "idle", "new", "half"],
+                                                                  cache_capable=cache_capable)))
+    assert passed == ["idle", "new", "half"]  # "new": not in the cache yet, kube-scheduler judged it
+    assert failed == {"busy": "node(s) CPU utilization above the LoadAware threshold (90%)"}
+    assert unresolvable == {}
+    decision = extender.decisions[-1]
+    assert decision["verb"] == "filter" and decision["pod"] == "default/web-1" and decision["profile"] == PROFILE
+    assert decision["nodes"]["busy"]["filter"]["plugin"] == "LoadAware"
+    assert decision["nodes"]["busy"]["metrics"]["cpu_utilization"]["value"] == 0.95
+    assert decision["nodes"]["idle"]["feasible"] and decision["nodes"]["new"]["metrics"] == {}
+
+
+def test_prioritize_prefers_quiet_idle_nodes_and_gives_unknown_ones_the_middle():
+    extender = make_extender()
+    scores = dict(zip(["loud", "idle", "half", "new"],
+                      extender.prioritize(read_args(body(["loud", "idle", "half", "new"]))), strict=True))
+    assert scores["new"] == 5
+    assert scores["idle"] > scores["half"] and scores["idle"] > scores["loud"]
+    assert all(0 <= s <= 10 for s in scores.values())
+    decision = extender.decisions[-1]
+    idle = decision["nodes"]["idle"]
+    assert set(idle["scores"]) == {"LoadAware", "NetworkTraffic"}
+    assert idle["total"] == sum(p["weighted"] for p in idle["scores"].values())
+    assert idle["extenderScore"] == scores["idle"] == extender_scores(np.array([idle["total"]]), 5)[0]
+
+
+def test_a_failing_plugin_fails_the_request_with_its_message():
+    asm, _ = make_assembly()
+    fwk = asm.frameworks[PROFILE]
+
+    def broken(state, pod, nodes):
+        raise RuntimeError("the metric store is on fire")
+
+    fwk._filters = [(plugin, broken) for plugin, _ in fwk._filters]
+    with pytest.raises(PluginFailure, match="the metric store is on fire"):
+        Extender(fwk, asm.cache).filter(read_args(body(["idle"])))
+
+
+def test_without_metrics_the_data_policy_decides():
+    extender = make_extender(snapshot=MetricsSnapshot({}, "empty"))
+    passed, failed, _ = extender.filter(read_args(body(["busy", "idle"])))
+    assert passed == ["busy", "idle"] and failed == {}  # onMissing neutral: nothing rejected
+    assert extender.prioritize(read_args(body(["busy", "idle"]))) == [5, 5]  # neutral everywhere
+
+
+# -- the service's endpoints -------------------------------------------------------------------
+
+
+def make_service(*, no_scheduling=True, debug=False):
+    asm, cluster = make_assembly()
+    options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, extender_profile=PROFILE,
+                             no_scheduling=no_scheduling, enable_debug_endpoints=debug)
+    return Service(asm, cluster, options)
+
+
+def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple(sorted(s.labels.items())): s.value for f in text_string_to_metric_families(text)
+            for s in f.samples if s.name == name}
+
+
+async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_client):
+    service = make_service(debug=True)
+    client = await aiohttp_client(service.app())
+    response = await client.post("/scheduler/filter", data=body(["busy", "idle", "half"]))
+    assert response.status == 200
+    result = await response.json()
+    assert result["NodeNames"] == ["idle", "half"] and list(result["FailedNodes"]) == ["busy"]
+    assert result["Error"] == "" and result["FailedAndUnresolvableNodes"] == {}
+    response = await client.post("/scheduler/prioritize", data=body(["idle", "half"], cache_capable=False))
+    priorities = await response.json()
+    assert [p["Host"] for p in priorities] == ["idle", "half"] and priorities[0]["Score"] > priorities[1]["Score"]
+    bad = await client.post("/scheduler/filter", data=b"{")
+    assert bad.status == 400 and (await bad.json())["Error"].startswith("the request body is not JSON")
+    bad = await client.post("/scheduler/prioritize", data=orjson.dumps({"NodeNames": []}))
+    assert bad.status == 400 and "Pod: required" in (await bad.json())["Error"]
+    text = await (await client.get("/metrics")).text()
+    requests = samples(text, "scorer_extender_requests_total")
+    assert requests[(("result", "success"), ("verb", "filter"))] == 1
+    assert requests[(("result", "success"), ("verb", "prioritize"))] == 1
+    assert requests[(("result", "bad_request"), ("verb", "filter"))] == 1
+    assert requests[(("result", "bad_request"), ("verb", "prioritize"))] == 1
+    counts = samples(text, "scorer_extender_request_duration_seconds_count")
+    assert counts[(("verb", "filter"),)] == 2
+    debug = await (await client.get("/debug/extender")).json()
+    assert [d["verb"] for d in debug["decisions"]] == ["filter", "prioritize"]
+    assert (await client.get("/healthz")).status == 200
+
+
+async def test_a_plugin_failure_is_an_error_result_not_a_crash(aiohttp_client):
+    service = make_service()
+    client = await aiohttp_client(service.app())
+    fwk = service.asm.frameworks[PROFILE]
+
+    def broken(state, pod, nodes):
+        raise RuntimeError("boom")
+
+    fwk._filters = [(plugin, broken) for plugin, _ in fwk._filters]
+    fwk._scores = [(plugin, broken, normalize) for plugin, _, normalize in fwk._scores]
+    filtered = await client.post("/scheduler/filter", data=body(["idle"]))
+    assert filtered.status == 200 and "RuntimeError: boom" in (await filtered.json())["Error"]
+    prioritized = await client.post("/scheduler/prioritize", data=body(["idle", "half"]))
+    assert prioritized.status == 500 and "RuntimeError: boom" in (await prioritized.json())["Error"]
+    assert (await client.post("/scheduler/filter", data=body(["idle"]))).status == 200  # still serving
+    text = await (await client.get("/metrics")).text()
+    assert samples(text, "scorer_extender_requests_total")[(("result", "error"), ("verb", "filter"))] == 2
+
+
+async def test_no_scheduling_binds_nothing(aiohttp_client):
+    service = make_service(no_scheduling=True)
+    client = await aiohttp_client(service.app())
+    cluster = service.source
+    cluster.apply(make_pod("pending", cpu="100m"))
+    assert (await client.post("/scheduler/filter", data=body(["idle"]))).status == 200
+    await asyncio.sleep(0.3)  # (a scheduling loop binds a pending pod within milliseconds)
+    assert not service.scheduling and "scheduling-loop" not in service.supervisor.tasks
+    assert all(not pod.node_name for pod in cluster.pods.values())
+
+
+def test_extender_options_are_checked():
+    options = ServiceOptions(config="c.yaml", extender_profile="nope")
+    with pytest.raises(InputError, match="--extender-profile: c.yaml has no profile 'nope' \\(profiles: a, b\\)"):
+        check_extender_options(options, ["a", "b"])
+    with pytest.raises(InputError, match="--no-scheduling serves only the extender"):
+        check_extender_options(ServiceOptions(config="c.yaml", no_scheduling=True), ["a"])
+    with pytest.raises(InputError, match="--extender-prefix: expected a URL path"):
+        check_extender_options(ServiceOptions(config="c.yaml", extender_profile="a", extender_prefix="sched"), ["a"])
+    check_extender_options(ServiceOptions(config="c.yaml", extender_profile="a", extender_prefix="/x/y"), ["a"])
+
+
+def test_a_snapshot_keeps_its_ages_while_the_service_runs():
+    clock = [1000.0]
+    snapshot = MetricsSnapshot({"cpu_utilization": {"a": (0.5, 30.0)}}, "s")
+    hub = SourceHub(snapshot=snapshot, clock=lambda: clock[0])
+    source = hub.source(plugin="P", metric="cpu_utilization", address="", query="q", source_args=SourceArgs())
+    assert source.data.sample_times == {"a": 970.0}
+    generation = source.data.generation
+    clock[0] = 5000.0
+    hub.resample_snapshot()
+    assert source.data.sample_times == {"a": 4970.0} and source.data.generation == generation + 1
