@@ -159,6 +159,23 @@ def test_prioritize_prefers_quiet_idle_nodes_and_gives_unknown_ones_the_middle()
     assert idle["extenderScore"] == scores["idle"] == extender_scores(np.array([idle["total"]]), 5)[0]
 
 
+def test_a_pod_kube_scheduler_bound_counts_in_flight_through_the_watch():
+    # kube-scheduler binds; the watch shows the pod bound; the metric plugins count it in flight on its node
+    asm, cluster = make_assembly()
+    extender = Extender(asm.frameworks[PROFILE], asm.cache, asm.sources, keep=2)
+    args = read_args(body(["idle", "half"]))
+    before = extender.prioritize(args)
+    raw_before = extender.decisions[-1]["nodes"]["idle"]["scores"]["LoadAware"]["raw"]
+    for i in range(3):  # seen pending, then bound (a pod that arrives bound is in the metrics already)
+        cluster.apply(make_pod(f"bound-{i}", cpu="500m", scheduler_name="another-scheduler"))
+        cluster.apply(make_pod(f"bound-{i}", cpu="500m", scheduler_name="another-scheduler", node_name="idle"))
+    after = extender.prioritize(args)
+    idle = extender.decisions[-1]["nodes"]["idle"]
+    assert idle["metrics"]["cpu_utilization"]["inFlightPods"] == 3
+    assert idle["scores"]["LoadAware"]["raw"] > raw_before  # 10% measured + three pods' estimates
+    assert after[0] < before[0]
+
+
 def test_a_failing_plugin_fails_the_request_with_its_message():
     asm, _ = make_assembly()
     fwk = asm.frameworks[PROFILE]
