@@ -67,10 +67,12 @@ def body(names: list[str], *, cache_capable: bool = True, pod: dict[str, Any] | 
                          "NodeNames": None})
 
 
-def make_assembly(snapshot: MetricsSnapshot = SNAPSHOT, config: dict[str, Any] = CONFIG):
+def make_assembly(snapshot: MetricsSnapshot = SNAPSHOT, config: dict[str, Any] = CONFIG, *, start: bool = True):
+    """The assembly over the in-memory cluster, its nodes loaded (``start``; a service starts it itself)."""
     cluster = InMemoryCluster([make_node(n, cpu="4", memory="16Gi") for n in NODES], [], [])
     asm = assemble(config, cluster, registry=build_registry(), metrics_snapshot=snapshot)
-    cluster.start(asm.handlers)
+    if start:
+        cluster.start(asm.handlers)
     return asm, cluster
 
 
@@ -199,7 +201,7 @@ def test_without_metrics_the_data_policy_decides():
 
 
 def make_service(*, no_scheduling=True, debug=False):
-    asm, cluster = make_assembly()
+    asm, cluster = make_assembly(start=False)
     options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, extender_profile=PROFILE,
                              no_scheduling=no_scheduling, enable_debug_endpoints=debug)
     return Service(asm, cluster, options)
@@ -213,6 +215,7 @@ def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
 async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_client):
     service = make_service(debug=True)
     client = await aiohttp_client(service.app())
+    assert service.supervisor.failure is None and service.source.has_synced()
     response = await client.post("/scheduler/filter", data=body(["busy", "idle", "half"]))
     assert response.status == 200
     result = await response.json()

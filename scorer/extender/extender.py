@@ -31,8 +31,9 @@ metrics each metric-driven plugin read), plus the score answered.
 from __future__ import annotations
 
 import collections
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,27 +80,23 @@ class Extender:
     def profile(self) -> str:
         return self.fwk.profile_name
 
-    def _resolve(self, args: ExtenderArgs) -> tuple[np.ndarray, list[str], list[str]]:
-        """(table rows of the known nodes, their names, the unknown names), in request order."""
-        index = self.cache.table.index
-        rows, known, unknown = [], [], []
-        for name in args.node_names:
-            row = index.get(name)
-            if row is None:
-                unknown.append(name)
-            else:
-                rows.append(row)
-                known.append(name)
-        if unknown and self.on_unknown is not None:
-            self.on_unknown(len(unknown))
-        return np.array(rows, dtype=np.int64), known, unknown
+    def _resolve(self, args: ExtenderArgs) -> tuple[np.ndarray, Sequence[str]]:
+        """(table rows of the nodes the cache knows, their names), in request order."""
+        names = args.node_names
+        rows = np.fromiter(map(self.cache.table.index.get, names, itertools.repeat(-1)), np.int64, len(names))
+        known = rows >= 0
+        if known.all():  # (the common case: every name known)
+            return rows, names
+        if self.on_unknown is not None:
+            self.on_unknown(len(names) - int(np.count_nonzero(known)))
+        return rows[known], [name for name, ok in zip(names, known.tolist(), strict=True) if ok]
 
     # -- filter ------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> tuple[list[str], dict[str, str], dict[str, str]]:
         """(the names that pass, in request order; Unschedulable nodes and why; UnschedulableAndUnresolvable
         nodes and why). ``PluginFailure`` when a plugin fails."""
         fwk, pod, table = self.fwk, args.pod, self.cache.table
-        rows, known, _ = self._resolve(args)
+        rows, known = self._resolve(args)
         statuses: dict[str, Status] = {}
         if len(rows):
             state = CycleState()
@@ -118,13 +115,22 @@ class Extender:
                 if outcome.error is not None:
                     _raise_error(outcome.error, "Filter")
                 for record in outcome.records:
-                    for i, position in enumerate(record.positions.tolist()):
-                        statuses[known[position]] = record.status_at(i)
-        failed = {name: _reason(status) for name, status in statuses.items()
-                  if status.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
-        unresolvable = {name: _reason(status) for name, status in statuses.items()
-                        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
-        passed = [name for name in args.node_names if name not in statuses]
+                    positions = record.positions.tolist()
+                    if len(record.reasons) == 1 and not np.count_nonzero(record.severity != record.severity[0]):
+                        status = record.status_at(0)  # one reason, one code: one status for all its nodes
+                        statuses.update((known[position], status) for position in positions)
+                    else:
+                        for i, position in enumerate(positions):
+                            statuses[known[position]] = record.status_at(i)
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        reasons: dict[int, str] = {}  # by id of the Status: most nodes share a few
+        for name, status in statuses.items():
+            reason = reasons.get(id(status))
+            if reason is None:
+                reason = reasons[id(status)] = _reason(status)
+            (unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed)[name] = reason
+        passed = [name for name in args.node_names if name not in statuses] if statuses else list(args.node_names)
         if self.decisions is not None:
             self._record("filter", args, {name: {"feasible": name not in statuses,
                                                  "filter": _status_json(statuses.get(name))}
@@ -135,7 +141,7 @@ class Extender:
     def prioritize(self, args: ExtenderArgs) -> list[int]:
         """The 0-10 score of every node of the request, in its order. ``PluginFailure`` when a plugin fails."""
         fwk, pod, table = self.fwk, args.pod, self.cache.table
-        rows, known, _ = self._resolve(args)
+        rows, known = self._resolve(args)
         by_name: dict[str, int] = {}
         details: dict[str, dict[str, Any]] = {}
         if len(rows):
@@ -148,8 +154,10 @@ class Extender:
             if outcome.error is not None:
                 _raise_error(outcome.error, "Score")
             total_weight = sum(plugin.weight for plugin in outcome.plugins)
-            scores = extender_scores(outcome.totals, total_weight)
-            by_name = dict(zip(known, scores.tolist(), strict=True))
+            scores = extender_scores(outcome.totals, total_weight).tolist()
+            if len(scores) == len(args.node_names) and self.decisions is None:  # every node known
+                return scores
+            by_name = dict(zip(known, scores, strict=True))
             if self.decisions is not None:
                 for i, name in enumerate(known):
                     per_plugin = {p.plugin: {"raw": int(p.raw[i]), "normalized": int(p.normalized[i]),
