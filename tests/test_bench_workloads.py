@@ -40,8 +40,9 @@ def errors_of(path: Path) -> list[str]:
 
 def test_the_default_file_holds_the_scheduler_perf_shapes_and_the_capacity_points() -> None:
     workloads = {w.name: w for w in load_workloads(None)}
-    assert list(workloads) == ["plain", "metrics", "node-affinity", "anti-affinity", "preferred-affinity",
-                               "pod-affinity", "topology-spreading", "default-spreading", "preemption", "dense"]
+    assert list(workloads) == ["plain", "metrics", "extender", "node-affinity", "anti-affinity",
+                               "preferred-affinity", "pod-affinity", "topology-spreading", "default-spreading",
+                               "preemption", "dense"]
     assert workloads["plain"].percentages == [0, 100] and workloads["metrics"].percentages == [0, 100]
     assert all(w.percentages == [0] for name, w in workloads.items() if name not in ("plain", "metrics"))
     assert workloads["metrics"].profile == "metrics" and workloads["plain"].profile == "default"

@@ -54,6 +54,8 @@ DEFAULT_OUT = "bench-results"
 E2E_MAX_NODES = 5000  # the end-to-end sweep's default ceiling (a control plane on this machine)
 KUBE_SCHEDULER_VERSION = "v1.20.2"
 SCHEDULERS = ("scorer", "kube-scheduler")
+# An ``extender`` workload end to end: kube-scheduler alone, then with scorer as its HTTP extender.
+EXTENDER_SCHEDULERS = ("kube-scheduler", e2e.EXTENDER)
 MAX_REPEAT = 20
 
 Print = Callable[[str], None]
@@ -114,8 +116,9 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--scale", type=int, metavar="N", help="with --cluster: N copies of its nodes and pods")
     parser.add_argument("--e2e", action="store_true",
                         help="also run the workloads marked e2e end to end against a real kube-apiserver, with "
-                             f"scorer and kube-scheduler {KUBE_SCHEDULER_VERSION} (up to {E2E_MAX_NODES:,} nodes "
-                             "unless --nodes is given)")
+                             f"scorer and kube-scheduler {KUBE_SCHEDULER_VERSION}, and those marked extender with "
+                             "kube-scheduler alone and with scorer as its extender (up to "
+                             f"{E2E_MAX_NODES:,} nodes unless --nodes is given)")
     parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                         help=f"where result.json and the PNG plots go (default ./{DEFAULT_OUT})")
     parser.add_argument("--compare", metavar="BASELINE.json",
@@ -272,17 +275,29 @@ def _cluster_jobs(workload: Workload, options: BenchOptions, configured_percenta
 def plan_e2e(workloads: list[Workload], options: BenchOptions, configured_percentage: int = ADAPTIVE) -> list[Job]:
     """Each e2e workload (``--cluster``: the cluster) at the sweep's sizes up to ``E2E_MAX_NODES`` (all of
     ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating. The
-    ``metrics`` profile stays in process: its generated snapshot has no end-to-end counterpart."""
+    ``metrics`` profile stays in process: kube-scheduler has no metric plugins to compare with. An
+    ``extender`` workload runs, at the same sizes, kube-scheduler alone and kube-scheduler with scorer as
+    its extender (``EXTENDER_SCHEDULERS``), alternating too (kube-scheduler alone once when both apply)."""
     jobs = []
     for job in plan_in_process(workloads, options, configured_percentage):
-        workload = job.source.workload
-        if job.spec.percentage != ADAPTIVE or job.profile == "metrics" or (workload is not None and not workload.e2e):
+        if job.spec.percentage != ADAPTIVE:
             continue
         if options.nodes is None and options.cluster is None and job.spec.nodes > E2E_MAX_NODES:
             continue
-        for scheduler in SCHEDULERS:
+        for scheduler in e2e_schedulers(job):
             jobs.append(attrs.evolve(job, spec=attrs.evolve(job.spec, mode="e2e", scheduler=scheduler)))
     return jobs
+
+
+def e2e_schedulers(job: Job) -> tuple[str, ...]:
+    """The schedulers a job's workload runs with end to end, in order (none: in process only)."""
+    workload = job.source.workload
+    schedulers: tuple[str, ...] = ()
+    if job.profile != "metrics" and (workload is None or workload.e2e):
+        schedulers = SCHEDULERS
+    if workload is not None and workload.extender:
+        schedulers += tuple(s for s in EXTENDER_SCHEDULERS if s not in schedulers)
+    return schedulers
 
 
 def _label(job: Job) -> str:

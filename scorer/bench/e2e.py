@@ -18,7 +18,14 @@ watch are part of what is timed. For each point:
    (its own default plugins, or ``config_path``'s profiles: converted to
    v1beta1 for kube-scheduler, or an error saying why not),
    ``clientConnection.qps``/``burst``, ``leaderElect: false`` and the point's
-   ``percentageOfNodesToScore``;
+   ``percentageOfNodesToScore``. For ``kube-scheduler+scorer`` (``EXTENDER``),
+   scorer starts first as kube-scheduler's HTTP extender (``scorer run
+   --extender-profile scorer-extender --no-scheduling --metrics FILE``: only
+   the metric-driven plugins of the ``metrics`` profile, reading the Setup's
+   generated snapshot, written to FILE), and kube-scheduler, started once
+   scorer's ``/readyz`` answers 200 (its caches synced), gets an ``extenders``
+   entry for it (``nodeCacheCapable: true``, ``ignorable: false``, weight 5);
+   binds are timed from kube-scheduler's start, as for the others;
 5. each measured pod is stamped when the watch first shows it bound. The
    harness plays the kubelet's one part a preemption needs: a bound pod the
    scheduler deletes (a victim, graceful deletion) is removed at once
@@ -45,7 +52,11 @@ is exact; ``max`` cannot be known from a histogram: null); ``attempt_ms``
 plugin durations in 10% of the cycles); ``memory.peak_rss_mb`` (``VmHWM`` of
 the scheduler process); ``cpu_seconds`` used from the scheduler's start to
 the end by the scheduler, kube-apiserver, etcd, this harness and the rest of
-the machine (``other``: work sharing the cores).
+the machine (``other``: work sharing the cores). A ``kube-scheduler+scorer``
+point also has ``extender``: how kube-scheduler calls scorer and what scorer's
+``/metrics`` counted (``scorer_extender_requests_total`` by verb and result,
+``scorer_extender_request_duration_seconds`` by verb, its peak RSS; its CPU
+seconds are ``cpu_seconds.extender``); ``memory`` is kube-scheduler's.
 """
 
 from __future__ import annotations
@@ -77,7 +88,7 @@ from scorer.bench.controlplane import (
     kube_binaries,
     tmpfs_dir,
 )
-from scorer.bench.runner import histogram_quantile
+from scorer.bench.runner import METRICS_CONFIG, histogram_quantile
 from scorer.bench.spec import ADAPTIVE, PointSpec, Setup
 from scorer.bench.spec import throughput as spec_throughput
 from scorer.config.convert import unstructure
@@ -85,8 +96,12 @@ from scorer.config.load import load_and_resolve
 from scorer.config.source import read_file
 from scorer.config.types import KIND, V1, V1BETA1, ResolvedProfile
 from scorer.errors import ScorerError
+from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE, VERBS
 from scorer.framework.catalog import PluginInfo
 from scorer.registry import build_registry
+from scorer.sources import MetricsSnapshot
+from scorer.sources.static import API_VERSION as SNAPSHOT_API_VERSION
+from scorer.sources.static import KIND as SNAPSHOT_KIND
 
 DEFAULT_SCHEDULER = "default-scheduler"
 ALGORITHM = "scheduler_scheduling_algorithm_duration_seconds"
@@ -100,6 +115,16 @@ WATCH_READY_SECONDS = 30.0
 SCRAPE_SECONDS = 5.0  # to wait for the attempt and Bind histograms to count every bound pod
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
 BUILD_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with it)"
+
+# kube-scheduler with scorer as its HTTP extender (``scorer run --extender-profile ... --no-scheduling``).
+EXTENDER = "kube-scheduler+scorer"
+EXTENDER_PROFILE = "scorer-extender"
+EXTENDER_WEIGHT = 5
+EXTENDER_TIMEOUT = "5s"  # kube-scheduler's httpTimeout (its default too)
+EXTENDER_READY_SECONDS = 300.0  # scorer's start-up and the initial LISTs of a large cluster, to /readyz 200
+EXTENDER_REQUESTS = "scorer_extender_requests"  # the counter's family (its samples end in _total)
+EXTENDER_DURATION = "scorer_extender_request_duration_seconds"
+EXTENDER_UNKNOWN = "scorer_extender_unknown_nodes"
 
 
 class E2EError(ScorerError):
@@ -194,6 +219,34 @@ def kube_scheduler_config(setup: Setup, spec: PointSpec, config_path: str | None
     config = {"apiVersion": V1BETA1, "kind": KIND, **common_settings(kubeconfig, spec, qps, burst, base),
               "profiles": profiles, "healthzBindAddress": address, "metricsBindAddress": address}
     return config, warnings
+
+
+def extender_entry(port: int) -> dict[str, Any]:
+    """kube-scheduler's v1beta1 ``extenders`` entry for scorer on ``port``: names only (nodeCacheCapable:
+    scorer knows the nodes from its own watch), not ignorable (a failing extender must show in the figures)."""
+    return {"urlPrefix": f"http://127.0.0.1:{port}{DEFAULT_PREFIX}", "filterVerb": FILTER,
+            "prioritizeVerb": PRIORITIZE, "weight": EXTENDER_WEIGHT, "nodeCacheCapable": True,
+            "ignorable": False, "httpTimeout": EXTENDER_TIMEOUT, "enableHTTPS": False}
+
+
+def extender_scorer_config(spec: PointSpec, kubeconfig: Path, qps: float, burst: int) -> dict[str, Any]:
+    """scorer's configuration as kube-scheduler's extender: one profile, ``EXTENDER_PROFILE``, with only the
+    metric-driven plugins of the bench's ``metrics`` profile (their weights and args) and the queue sort and
+    binder every scorer profile has (it binds nothing: ``--no-scheduling``)."""
+    metrics = METRICS_CONFIG["profiles"][0]
+    enabled = [{"name": "PrioritySort"}, {"name": "DefaultBinder"}, *metrics["plugins"]["multiPoint"]["enabled"]]
+    return {"apiVersion": V1, "kind": KIND, **common_settings(kubeconfig, spec, qps, burst, {}),
+            "profiles": [{"schedulerName": EXTENDER_PROFILE,
+                          "plugins": {"multiPoint": {"enabled": enabled, "disabled": [{"name": "*"}]}},
+                          "pluginConfig": metrics["pluginConfig"]}]}
+
+
+def snapshot_document(snapshot: MetricsSnapshot) -> dict[str, Any]:
+    """A ``MetricsSnapshot`` document (``scorer.sources.static``'s format) holding ``snapshot``'s values
+    and ages (seconds)."""
+    return {"apiVersion": SNAPSHOT_API_VERSION, "kind": SNAPSHOT_KIND,
+            "metrics": {metric: {node: {"value": value, "age": age} for node, (value, age) in nodes.items()}
+                        for metric, nodes in snapshot.metrics.items()}}
 
 
 # What kube-scheduler v1.20.2 registers, and where each plugin runs (a plugin enabled at a point it does not
@@ -318,12 +371,22 @@ def spread_args(args: dict[str, Any]) -> dict[str, Any]:
 
 def scheduler_command(spec: PointSpec, config_file: Path, kubeconfig: Path, port: int,
                       kube_scheduler: str | None) -> list[str]:
-    if spec.scheduler == "kube-scheduler":
+    if spec.scheduler in ("kube-scheduler", EXTENDER):
         if kube_scheduler is None:
             raise E2EError(f"kube-scheduler not found: {BUILD_HINT}")
         return [kube_scheduler, f"--config={config_file}", "--secure-port=0", "-v=1"]
+    return scorer_command(config_file, kubeconfig, port)
+
+
+def scorer_command(config_file: Path, kubeconfig: Path, port: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "scorer", "run", "--config", str(config_file), "--kubeconfig", str(kubeconfig),
-            "--bind-address", "127.0.0.1", "--port", str(port)]
+            "--bind-address", "127.0.0.1", "--port", str(port), *extra]
+
+
+def extender_command(config_file: Path, kubeconfig: Path, port: int, snapshot_file: Path) -> list[str]:
+    """scorer serving only the extender verbs, reading the metrics snapshot file."""
+    return scorer_command(config_file, kubeconfig, port, "--extender-profile", EXTENDER_PROFILE, "--no-scheduling",
+                          "--metrics", str(snapshot_file))
 
 
 # --- the Setup as API requests ---------------------------------------------------------------------------
@@ -531,6 +594,16 @@ class Api:
                 return resp.status in (200, 202)
         except (aiohttp.ClientError, TimeoutError):
             return False
+
+    async def status(self, port: int, path: str) -> int | None:
+        """The HTTP status of a GET of ``path`` on a local server (a probe), None while nothing answers."""
+        try:
+            async with self.session.get(f"http://127.0.0.1:{port}{path}",
+                                        timeout=aiohttp.ClientTimeout(total=2)) as resp:
+                await resp.read()
+                return resp.status
+        except (aiohttp.ClientError, TimeoutError):
+            return None
 
     async def metrics(self, port: int) -> str | None:
         try:
@@ -765,6 +838,29 @@ def plugins_ms(metrics_text: str) -> dict[str, dict[str, Any]]:
             for (point, plugin), h in sorted(groups.items()) if h.count}
 
 
+def extender_figures(metrics_text: str) -> dict[str, Any]:
+    """scorer's extender figures from its /metrics: requests by verb and result, the failed ones
+    (``errors``: a plugin failed, or the request could not be read), unknown node names, and the request
+    latency by verb (mean exact, p50/p99 interpolated within the buckets)."""
+    requests: dict[str, dict[str, int]] = {verb: {} for verb in VERBS}
+    unknown = 0
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            if family.name == EXTENDER_REQUESTS and sample.name.endswith("_total"):
+                requests.setdefault(sample.labels["verb"], {})[sample.labels["result"]] = int(sample.value)
+            elif family.name == EXTENDER_UNKNOWN and sample.name.endswith("_total"):
+                unknown += int(sample.value)
+    durations = histograms(metrics_text, EXTENDER_DURATION, ("verb",))
+    timed = {verb: durations.get((verb,)) for verb in VERBS}
+    return {"requests": requests,
+            "errors": sum(count for results in requests.values() for result, count in results.items()
+                          if result != "success"),
+            "unknown_nodes": unknown,
+            "mean_ms": {verb: h.mean_ms if h else None for verb, h in timed.items()},
+            "p50_ms": {verb: h.ms(0.5) if h and h.count else None for verb, h in timed.items()},
+            "p99_ms": {verb: h.ms(0.99) if h and h.count else None for verb, h in timed.items()}}
+
+
 async def scrape(api: Api, port: int, want: int, deadline: float) -> str | None:
     """The scheduler's /metrics once its attempt and Bind histograms count ``want`` pods (or after SCRAPE_SECONDS).
 
@@ -807,7 +903,17 @@ def empty_point(setup: Setup, spec: PointSpec, config_path: str | None) -> dict[
             "extension_points_ms": {}, "plugins_ms": {},
             "memory": {"peak_rss_mb": None, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
             "cpu_seconds": None, "load_s": {}, "wall_s": None, "check": {}, "warnings": [], "error": None,
-            "kube_version": KUBE_VERSION}
+            "kube_version": KUBE_VERSION, **({"extender": empty_extender()} if spec.scheduler == EXTENDER else {})}
+
+
+def empty_extender() -> dict[str, Any]:
+    """An EXTENDER point's ``extender``: how kube-scheduler calls scorer, then what scorer's /metrics counted."""
+    metrics = METRICS_CONFIG["profiles"][0]
+    return {"profile": EXTENDER_PROFILE,
+            "plugins": [entry["name"] for entry in metrics["plugins"]["multiPoint"]["enabled"]],
+            "weight": EXTENDER_WEIGHT, "nodeCacheCapable": True, "ignorable": False,
+            "requests": None, "errors": None, "unknown_nodes": None, "mean_ms": None, "p50_ms": None,
+            "p99_ms": None, "peak_rss_mb": None}
 
 
 @attrs.define
@@ -825,10 +931,17 @@ class Run:
     plane: ControlPlane | None = None
     scheduler: subprocess.Popen[bytes] | None = None
     port: int = 0  # the scheduler's /metrics
+    extender: subprocess.Popen[bytes] | None = None  # scorer as kube-scheduler's extender (EXTENDER points)
+    extender_command: list[str] | None = None
+    extender_port: int = 0  # its verbs, /readyz and /metrics
 
     @property
     def log(self) -> Path:
         return self.workdir / f"{self.spec.scheduler}.log"
+
+    @property
+    def extender_log(self) -> Path:
+        return self.workdir / "scorer-extender.log"
 
     def write_config(self, port: int) -> list[str]:
         """Writes the scheduler's configuration (JSON: both read it as YAML) and returns its command line;
@@ -837,10 +950,12 @@ class Run:
         self.port = port
         kubeconfig = self.plane.kubeconfig
         path = self.workdir / "scheduler-config.json"
-        if self.spec.scheduler == "kube-scheduler":
+        if self.spec.scheduler in ("kube-scheduler", EXTENDER):
             config, notes = kube_scheduler_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps,
                                                   self.burst, port)
             self.point["warnings"].extend(notes)
+            if self.spec.scheduler == EXTENDER:
+                config["extenders"] = [extender_entry(self.write_extender_config())]
             path.write_text(json.dumps(config, indent=2))
         elif self.spec.scheduler == "scorer":
             config = scorer_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps, self.burst)
@@ -848,8 +963,28 @@ class Run:
             if self.config_path is not None:
                 load_and_resolve(path, catalog())
         else:
-            raise E2EError(f"unknown scheduler {self.spec.scheduler!r}: expected scorer or kube-scheduler")
+            raise E2EError(f"unknown scheduler {self.spec.scheduler!r}: expected scorer, kube-scheduler or "
+                           f"{EXTENDER}")
         return scheduler_command(self.spec, path, kubeconfig, port, kube_binaries().scheduler)
+
+    def write_extender_config(self) -> int:
+        """Writes scorer's extender configuration (loaded here once, as scorer's) and the Setup's metrics
+        snapshot, sets the extender's command line; returns its port."""
+        assert self.plane is not None
+        if self.setup.metrics is None:
+            raise E2EError(f"workload {self.spec.workload}: scorer's extender reads a metrics snapshot, and this "
+                           "setup has none (a workload marked extender needs a metric-driven profile)")
+        config = self.workdir / "extender-config.json"
+        config.write_text(json.dumps(extender_scorer_config(self.spec, self.plane.kubeconfig, self.qps, self.burst),
+                                     indent=2))
+        load_and_resolve(config, catalog())
+        snapshot = self.workdir / "metrics-snapshot.json"
+        snapshot.write_bytes(orjson.dumps(snapshot_document(self.setup.metrics)))
+        self.extender_port = free_port()
+        while self.extender_port == self.port:
+            self.extender_port = free_port()
+        self.extender_command = extender_command(config, self.plane.kubeconfig, self.extender_port, snapshot)
+        return self.extender_port
 
     def start_scheduler(self, command: list[str]) -> subprocess.Popen[bytes]:
         with open(self.log, "wb") as out:
@@ -857,10 +992,20 @@ class Run:
                                               stdin=subprocess.DEVNULL, cwd=self.workdir)
         return self.scheduler
 
+    def start_extender(self) -> subprocess.Popen[bytes]:
+        assert self.extender_command is not None
+        with open(self.extender_log, "wb") as out:
+            self.extender = subprocess.Popen(self.extender_command, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return self.extender
+
     def close(self) -> None:
         if self.scheduler is not None:
             code = end_process(self.scheduler)
             self.point["check"]["exit_code"] = code
+        if self.extender is not None:  # after kube-scheduler, which would fail its pods without it
+            self.point["check"]["extender_exit_code"] = end_process(self.extender)
         if self.plane is not None:
             self.plane.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -885,6 +1030,8 @@ def run_e2e_point(setup: Setup, spec: PointSpec, *, config_path: str | None, qps
     finally:
         if point["error"] and run.scheduler is not None:
             point["check"]["log_tail"] = log_tail(run.log)
+        if point["error"] and run.extender is not None:
+            point["check"]["extender_log_tail"] = log_tail(run.extender_log)
         run.close()
         point["wall_s"] = round(time.monotonic() - started, 3)
     return point
@@ -904,13 +1051,20 @@ async def measure(run: Run, command: list[str]) -> None:
         await wait_established(watch, watch_task, deadline)
         etcd, apiserver = run.plane.processes
         pids = {"kube_apiserver": apiserver.pid, "etcd": etcd.pid, "harness": os.getpid()}
+        extender_peak: dict[str, int] = {}
+        pollers = []
+        if run.extender_command is not None:  # scorer ready (its caches synced) before kube-scheduler starts
+            extender = run.start_extender()
+            pollers.append(asyncio.create_task(poll_rss(extender, extender_peak), name="extender-rss-poll"))
+            await wait_extender_ready(api, run, deadline)
+            pids["extender"] = extender.pid
         cpu_before = cpu_snapshot(pids)
         t0 = time.monotonic()
         proc = run.start_scheduler(command)
         peak: dict[str, int] = {}
-        poller = asyncio.create_task(poll_rss(proc, peak), name="rss-poll")
+        pollers.append(asyncio.create_task(poll_rss(proc, peak), name="rss-poll"))
         watch.last_bind = t0
-        outcome = await wait_bound(watch, watch_task, proc, deadline)
+        outcome = await wait_bound(watch, watch_task, proc, deadline, run.extender)
         point["cpu_seconds"] = cpu_split(cpu_before, cpu_snapshot({**pids, "scheduler": proc.pid}),
                                          time.monotonic() - t0)
         record_binds(point, watch, t0, outcome)
@@ -920,10 +1074,13 @@ async def measure(run: Run, command: list[str]) -> None:
         else:
             point["error"] = f"{run.spec.scheduler} exited with {proc.returncode}: {log_tail(run.log)}"
         point["memory"]["peak_rss_mb"] = round(peak["VmHWM"] / 1024, 1) if peak.get("VmHWM") else None
-        poller.cancel()
+        if run.extender is not None:
+            await record_extender(point, api, run, extender_peak)
+        for poller in pollers:
+            poller.cancel()
         watch_task.cancel()
         await watch.stop()
-        await asyncio.gather(watch_task, poller, return_exceptions=True)
+        await asyncio.gather(watch_task, *pollers, return_exceptions=True)
         add_warnings(point)
     finally:
         await api.close()
@@ -952,16 +1109,31 @@ async def wait_established(watch: BindWatch, watch_task: asyncio.Task[None], dea
         raise E2EError(f"the pod watch was not established within {WATCH_READY_SECONDS:.0f} s")
 
 
+async def wait_extender_ready(api: Api, run: Run, deadline: float) -> None:
+    """Waits (at most ``EXTENDER_READY_SECONDS``) for scorer's /readyz to answer 200: its caches synced."""
+    assert run.extender is not None
+    limit = max(0.0, min(EXTENDER_READY_SECONDS, deadline - time.monotonic()))
+    until = time.monotonic() + limit
+    while await api.status(run.extender_port, "/readyz") != 200:
+        if run.extender.poll() is not None:
+            raise E2EError(f"scorer (the extender) exited with {run.extender.returncode} before it was ready: "
+                           f"{log_tail(run.extender_log)}")
+        if time.monotonic() >= until:
+            raise E2EError(f"scorer (the extender) was not ready within {limit:.0f} s: {log_tail(run.extender_log)}")
+        await asyncio.sleep(0.2)
+
+
 async def wait_bound(watch: BindWatch, watch_task: asyncio.Task[None], proc: subprocess.Popen[bytes],
-                     deadline: float) -> str:
-    """Waits until every measured pod is bound; returns "complete", "stalled", "exited" or "deadline"."""
+                     deadline: float, extender: subprocess.Popen[bytes] | None = None) -> str:
+    """Waits until every measured pod is bound; returns "complete", "stalled", "exited" (the scheduler or
+    its extender) or "deadline"."""
     while True:
         if watch.complete.is_set():
             return "complete"
         if watch_task.done():
             watch_task.result()  # a watch error ends the run with its message
             return "deadline"
-        if proc.poll() is not None:
+        if proc.poll() is not None or (extender is not None and extender.poll() is not None):
             return "exited"
         now = time.monotonic()
         if now >= deadline:
@@ -998,6 +1170,23 @@ async def record_metrics(point: dict[str, Any], api: Api, port: int, bound: int,
     point["attempt_ms"] = summary_ms(text, ATTEMPT)
     point["extension_points_ms"] = extension_points_ms(text)
     point["plugins_ms"] = plugins_ms(text)
+
+
+async def record_extender(point: dict[str, Any], api: Api, run: Run, peak: dict[str, int]) -> None:
+    """scorer's side of an EXTENDER point: its request counts and latency from its /metrics, its peak RSS."""
+    assert run.extender is not None
+    figures = point["extender"]
+    if run.extender.poll() is not None:
+        point["error"] = point["error"] or (f"scorer (the extender) exited with {run.extender.returncode}: "
+                                            f"{log_tail(run.extender_log)}")
+        return
+    text = await api.metrics(run.extender_port)
+    if text is None:
+        point["warnings"].append("scorer's /metrics (the extender) did not answer")
+    else:
+        figures.update(extender_figures(text))
+    hwm = max(peak.get("VmHWM", 0), proc_status(run.extender.pid).get("VmHWM", 0))
+    figures["peak_rss_mb"] = round(hwm / 1024, 1) if hwm else None
 
 
 def add_warnings(point: dict[str, Any]) -> None:

@@ -28,7 +28,8 @@ FIGURE_SIZE = (9.0, 5.0)
 DPI = 110
 KUBE_GREYS = ("0.15", "0.45", "0.65")  # kube-scheduler's lines, apart from every scorer hue
 # Markers per mode/scheduler, so end-to-end lines read apart from in-process ones in black and white too.
-MARKERS = {("in-process", "scorer"): "o", ("e2e", "scorer"): "s", ("e2e", "kube-scheduler"): "^"}
+MARKERS = {("in-process", "scorer"): "o", ("e2e", "scorer"): "s", ("e2e", "kube-scheduler"): "^",
+           ("e2e", "kube-scheduler+scorer"): "D"}
 
 
 class PlotsUnavailable(ScorerError):

@@ -9,8 +9,9 @@ back from disk renders exactly as the run that wrote it.
   measured at 3 or more node counts, the least-squares slope of log(cycle ms)
   on log(nodes), for p50 and p99: 0 is flat, 1 linear in the node count.
 - ``render_table(result)``: one row per point, the mean ms per extension point,
-  the slowest plugins, the fits, and scorer / kube-scheduler ratios where both ran end to end; as
-  ``|``-separated rows that read in a terminal and paste into markdown.
+  the slowest plugins, the fits, scorer / kube-scheduler ratios where both ran end to end, and
+  kube-scheduler with scorer as its extender / kube-scheduler alone (with scorer's request latency)
+  where both of those ran; as ``|``-separated rows that read in a terminal and paste into markdown.
 - ``summary(result)``: the same in plain words, with the issue's targets
   checked against the points that exist (a line only where there is data).
 - ``compare(result, baseline)`` and ``render_compare``: a change is marked only
@@ -56,6 +57,11 @@ PLAIN = "plain"  # plain pods, default profile
 METRICS = "metrics"  # plain pods, metric-driven profile
 DENSE = "dense"  # plain pods, 10 existing pods per node (the RSS target)
 HEADLINE_NODES = 5000
+SCORER, KUBE, EXTENDER = "scorer", "kube-scheduler", "kube-scheduler+scorer"  # end-to-end schedulers
+# kube-scheduler with scorer as its extender (nodeCacheCapable) keeps at least this share of kube-scheduler
+# alone's pods/s, at these sizes (one HTTP extender took Go kube-scheduler from about 990 to 111 pods/s)
+EXTENDER_SHARE = 0.6
+EXTENDER_TARGET_NODES = (500, 5000)
 
 EXTENSION_POINTS = ("PreEnqueue", "QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore", "Score",
                     "NormalizeScore", "Reserve", "Permit", "PreBind", "Bind", "PostBind")
@@ -204,6 +210,8 @@ def render_table(result: dict[str, Any]) -> str:
         ("Cycle cost against node count (slope of log cycle ms on log nodes: 0 flat, 1 linear)",
          _fits_table(_fits(result))),
         ("End to end, scorer / kube-scheduler on the same control plane", _e2e_table(points)),
+        ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control plane "
+         "(scorer's mean ms per request)", _extender_table(points)),
         ("Failed points", _errors_table(points)),
     ]
     return "\n\n".join("\n".join([title, "", *lines]) for title, lines in sections if lines)
@@ -265,30 +273,33 @@ def _fits_table(fits: list[dict[str, Any]]) -> list[str]:
 
 @attrs.frozen(slots=True)
 class _E2EPair:
-    """The scorer and kube-scheduler end-to-end points of one workload at one size."""
+    """Two end-to-end points of one workload at one size: ``measured`` (scorer, or kube-scheduler with scorer
+    as its extender) and ``kube`` (kube-scheduler alone)."""
 
     workload: str
     nodes: int
     percentage: int
-    scorer: dict[str, Any]
+    measured: dict[str, Any]
     kube: dict[str, Any]
 
 
-def _e2e_pairs(points: list[dict[str, Any]]) -> list[_E2EPair]:
+def _e2e_pairs(points: list[dict[str, Any]], scheduler: str = SCORER) -> list[_E2EPair]:
+    """The pairs of ``scheduler``'s end-to-end point and kube-scheduler's (alone) at the same workload,
+    size and percentage, both without an error."""
     by_key: dict[tuple[str, int, int], dict[str, dict[str, Any]]] = {}
     for point in _ok(points):
         if point["mode"] == "e2e":
             key = (point["workload"], point["nodes"], point["percentage"])
             by_key.setdefault(key, {})[point["scheduler"]] = point
-    return [_E2EPair(workload, nodes, percentage, found["scorer"], found["kube-scheduler"])
+    return [_E2EPair(workload, nodes, percentage, found[scheduler], found[KUBE])
             for (workload, nodes, percentage), found in by_key.items()
-            if "scorer" in found and "kube-scheduler" in found]
+            if scheduler in found and KUBE in found]
 
 
 def _e2e_table(points: list[dict[str, Any]]) -> list[str]:
     rows = []
     for pair in _e2e_pairs(points):
-        figures = [(_figure(pair.scorer, section, key), _figure(pair.kube, section, key))
+        figures = [(_figure(pair.measured, section, key), _figure(pair.kube, section, key))
                    for section, key in (("throughput", "pods_per_second"), ("cycle_ms", "p50"),
                                         ("memory", "peak_rss_mb"))]
         (pods_s, pods_k), (p50_s, p50_k), (rss_s, rss_k) = figures
@@ -298,6 +309,31 @@ def _e2e_table(points: list[dict[str, Any]]) -> list[str]:
                      _whole(rss_s), _whole(rss_k), _ratio(rss_s, rss_k)])
     headers = ("workload", "nodes", "pct", "scorer pods/s", "kube pods/s", "ratio", "scorer p50 ms",
                "kube p50 ms", "ratio", "scorer RSS MB", "kube RSS MB", "ratio")
+    return _table(headers, rows, right_from=1) if rows else []
+
+
+def _extender(point: dict[str, Any], key: str, verb: str) -> float | None:
+    """``point["extender"][key][verb]`` (scorer's figures as kube-scheduler's extender), None when absent."""
+    section = point.get("extender")
+    return _figure(section, key, verb) if isinstance(section, dict) else None
+
+
+def _extender_table(points: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for pair in _e2e_pairs(points, EXTENDER):
+        extended, alone = pair.measured, pair.kube
+        scorer = extended["extender"] if isinstance(extended.get("extender"), dict) else {}
+        pods_x, pods_k = (_figure(p, "throughput", "pods_per_second") for p in (extended, alone))
+        rows.append([pair.workload, f"{pair.nodes:,}", _pct(pair.percentage),
+                     _whole(pods_x), _whole(pods_k), _ratio(pods_x, pods_k),
+                     *(_ms(_figure(p, "cycle_ms", "p50")) for p in (extended, alone)),
+                     *(_ms(_extender(extended, "mean_ms", verb)) for verb in ("filter", "prioritize")),
+                     _whole(_number(scorer.get("errors"))),
+                     *(_whole(_figure(p, "memory", "peak_rss_mb")) for p in (extended, alone)),
+                     _whole(_number(scorer.get("peak_rss_mb")))])
+    headers = ("workload", "nodes", "pct", "with extender pods/s", "alone pods/s", "ratio", "with extender p50 ms",
+               "alone p50 ms", "filter ms", "prioritize ms", "failed requests", "kube RSS MB with",
+               "kube RSS MB alone", "scorer RSS MB")
     return _table(headers, rows, right_from=1) if rows else []
 
 
@@ -322,6 +358,8 @@ def summary(result: dict[str, Any]) -> list[str]:
         lines.extend(_memory_lines(workload, members))
     for pair in _e2e_pairs(points):
         lines.extend(_e2e_lines(pair))
+    for pair in _e2e_pairs(points, EXTENDER):
+        lines.extend(_extender_lines(pair))
     return lines + _target_lines(points)
 
 
@@ -434,12 +472,25 @@ def _round_significant(value: float, digits: int = 2) -> int:
 
 
 def _e2e_lines(pair: _E2EPair) -> list[str]:
-    ours, theirs = _figure(pair.scorer, "throughput", "pods_per_second"), _figure(pair.kube, "throughput",
-                                                                                   "pods_per_second")
+    ours, theirs = _figure(pair.measured, "throughput", "pods_per_second"), _figure(pair.kube, "throughput",
+                                                                                     "pods_per_second")
     if ours is None or theirs is None:
         return []
     return [f"End to end at {pair.nodes:,} nodes (workload {pair.workload}, {_pct(pair.percentage)}): "
             f"scorer {ours:,.0f} pods/s, kube-scheduler {theirs:,.0f} pods/s ({_ratio(ours, theirs)})."]
+
+
+def _extender_lines(pair: _E2EPair) -> list[str]:
+    extended, alone = (_figure(point, "throughput", "pods_per_second") for point in (pair.measured, pair.kube))
+    if extended is None or alone is None or alone <= 0:
+        return []
+    line = (f"End to end at {pair.nodes:,} nodes (workload {pair.workload}, {_pct(pair.percentage)}): kube-scheduler "
+            f"with scorer as its extender {extended:,.0f} pods/s, kube-scheduler alone {alone:,.0f} pods/s "
+            f"({extended / alone:.0%} of it)")
+    filter_ms, prioritize_ms = (_extender(pair.measured, "mean_ms", verb) for verb in ("filter", "prioritize"))
+    if filter_ms is not None and prioritize_ms is not None:
+        line += f"; scorer answered filter in {filter_ms:.2f} ms and prioritize in {prioritize_ms:.2f} ms on average"
+    return [line + "."]
 
 
 @attrs.frozen(slots=True)
@@ -455,9 +506,13 @@ class _Target:
         shown = self._show(value)
         if (value <= self.bound) if self.at_most else (value >= self.bound):
             return f"target: {self.text}: met ({shown})"
-        return f"target: {self.text}: missed by {self._show(abs(value - self.bound))} ({shown})"
+        gap = abs(value - self.bound)
+        by = f"{100 * gap:.0f} percentage points" if self.unit == "%" else self._show(gap)
+        return f"target: {self.text}: missed by {by} ({shown})"
 
     def _show(self, value: float) -> str:
+        if self.unit == "%":  # a share: 0.6 is 60%
+            return f"{value:.0%}"
         return f"{value:.3f} {self.unit}" if self.unit == "ms" else f"{value:,.0f} {self.unit}"
 
 
@@ -513,8 +568,39 @@ def _target_lines(points: list[dict[str, Any]]) -> list[str]:
             if theirs is not None:
                 target = _Target(f"end to end at {pair.nodes:,} nodes (workload {pair.workload}), at least "
                                  f"kube-scheduler's {theirs:,.0f} pods/s", theirs, False, "pods/s")
-                lines += _check(target, pair.scorer, lambda p: _figure(p, "throughput", "pods_per_second"))
+                lines += _check(target, pair.measured, lambda p: _figure(p, "throughput", "pods_per_second"))
+    return lines + _extender_targets(points)
+
+
+def _extender_targets(points: list[dict[str, Any]]) -> list[str]:
+    """At ``EXTENDER_TARGET_NODES``: kube-scheduler with scorer as its extender against kube-scheduler alone
+    (a failed point of either says so)."""
+    lines = []
+    for point in points:
+        if (point["mode"], point["scheduler"], point["percentage"]) != ("e2e", EXTENDER, 0) or \
+                point["nodes"] not in EXTENDER_TARGET_NODES:
+            continue
+        alone = next((p for p in points if (p["mode"], p["scheduler"], p["workload"], p["nodes"], p["percentage"])
+                      == ("e2e", KUBE, point["workload"], point["nodes"], 0)), None)
+        if alone is None:
+            continue
+        target = _Target(f"end to end, {point['nodes']:,} nodes (workload {point['workload']}): kube-scheduler with "
+                         f"scorer as extender (nodeCacheCapable) at least {EXTENDER_SHARE:.0%} of kube-scheduler "
+                         "alone", EXTENDER_SHARE, False, "%")
+        theirs = _figure(alone, "throughput", "pods_per_second")
+        if alone.get("error"):
+            lines.append(f"target: {target.text}: not measured (kube-scheduler alone: {alone['error']})")
+        elif theirs is not None and theirs > 0:
+            lines += _check(target, point, _share_of(theirs))
     return lines
+
+
+def _share_of(base: float) -> Callable[[dict[str, Any]], float | None]:
+    """A point's pods/s as a share of ``base`` pods/s."""
+    def share(point: dict[str, Any]) -> float | None:
+        value = _figure(point, "throughput", "pods_per_second")
+        return None if value is None else value / base
+    return share
 
 
 def _runs_line(point: dict[str, Any] | None) -> list[str]:
@@ -772,6 +858,9 @@ def _check_point(point: Any, where: str) -> None:
             raise ResultFileError(f"{where}.{section}.{key}: {expected('a list of numbers', raw)}")
         for index, value in enumerate(raw or []):
             _check_number(value, f"{where}.{section}.{key}[{index}]")
+    extender = point.get("extender")
+    if extender is not None and not isinstance(extender, dict):
+        raise ResultFileError(f"{where}.extender: {expected('an object or null', extender)}")
     means = point.get("extension_points_ms")
     if means is not None and not isinstance(means, dict):
         raise ResultFileError(f"{where}.extension_points_ms: {expected('an object or null', means)}")

@@ -25,7 +25,9 @@ One point (in-process; end-to-end points carry the fields they can measure
 and ``null`` for the rest)::
 
     {"workload": "plain", "mode": "in-process" | "e2e",
-     "scheduler": "scorer" | "kube-scheduler", "profile": "default" | "metrics" | "<config file>",
+     "scheduler": "scorer" | "kube-scheduler" | "kube-scheduler+scorer" (e2e only: kube-scheduler with scorer
+                  as its HTTP extender), "profile": "default" | "metrics" | "<config file>" (end to end:
+                  kube-scheduler's profile; scorer's as extender is under "extender"),
      "nodes": 5000, "percentage": 0 (adaptive) | 1..100, "init_pods": 1000, "pods": 1000,
      "bound": 1000, "unscheduled": 0,
      "cycle_ms": {"p50", "p90", "p99", "max", "mean", "blocks_p50": [p50 of each of 5
@@ -38,7 +40,15 @@ and ``null`` for the rest)::
      "memory": {"peak_rss_mb", "base_rss_mb", "bytes_per_node", "bytes_per_pod"},
      "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>",
      "repeats": {"runs", "failed", "cycle_p50_ms": [...], "cycle_p99_ms": [...], "pods_per_second": [...],
-                 "peak_rss_mb": [...]}  (only with --repeat N > 1: the point is the run with the median p50)}
+                 "peak_rss_mb": [...]}  (only with --repeat N > 1: the point is the run with the median p50),
+     "extender": {"profile": "scorer-extender", "plugins": ["LoadAware", "NetworkTraffic"], "weight": 5,
+                  "nodeCacheCapable": true, "ignorable": false,
+                  "requests": {"filter": {"success": n, "error": n, "bad_request": n}, "prioritize": {...}},
+                  "errors": <requests that did not succeed>, "unknown_nodes": n,
+                  "mean_ms": {"filter", "prioritize"}, "p50_ms": {...}, "p99_ms": {...},
+                  "peak_rss_mb": <scorer's>}
+                 (only "kube-scheduler+scorer" points: scorer's side, from its /metrics; the point's
+                  "memory" and "cpu_seconds.scheduler" are kube-scheduler's, "cpu_seconds.extender" scorer's)}
 
 Times are milliseconds, rounded to 3 decimals; a figure that could not be
 measured is ``null``, never 0.
@@ -89,7 +99,7 @@ class PointSpec:
     pods: int
     percentage: int = ADAPTIVE
     mode: str = "in-process"  # or "e2e"
-    scheduler: str = "scorer"  # or "kube-scheduler" (e2e only)
+    scheduler: str = "scorer"  # or "kube-scheduler", "kube-scheduler+scorer" (e2e only)
 
 
 def throughput(bind_times: Sequence[float], start: float) -> dict[str, Any]:

@@ -12,6 +12,7 @@ kube-scheduler's scheduler_perf test cases do (the default file,
       profile: default             # default | metrics | a KubeSchedulerConfiguration file
       percentages: [0, 100]        # percentageOfNodesToScore per point (0: adaptive)
       e2e: true                    # also run end to end with --e2e
+      extender: false              # with --e2e, also kube-scheduler alone and with scorer as its extender
       nodes: [100, 500]            # optional: this workload's sweep (default: --nodes)
       node: {cpu: "4", memory: 32Gi, pods: 110, zones: [zone-a, zone-b, zone-c], labels: {}}
       initPods: {perNode: 0.2, cpu: 100m, memory: 500Mi}   # or count: N; bound before measuring
@@ -19,6 +20,8 @@ kube-scheduler's scheduler_perf test cases do (the default file,
 
 Every field but ``name`` and ``shape`` has the default shown (``nodes`` and
 ``pods.count``: none). A profile file is relative to the workloads file.
+``extender`` needs a profile other than ``default``: scorer's extender reads
+the metrics snapshot generated for such a Setup.
 Decoding is strict, as for a KubeSchedulerConfiguration (the same converter,
 ``scorer.config.convert``): an unknown key, a wrong type, an unknown shape or
 a bad quantity is a ``ConfigError`` naming the file and the field path.
@@ -128,6 +131,7 @@ class Workload:
     profile: str = "default"
     percentages: list[int] = attrs.Factory(lambda: [0])
     e2e: bool = False
+    extender: bool = False
     nodes: list[int] | None = None
     description: str = ""
     node: NodeShape = attrs.Factory(NodeShape)
@@ -140,6 +144,9 @@ class Workload:
             errors.append(("name", f"expected letters, digits, '-' or '_', got {quote(self.name)}"))
         if not self.profile:
             errors.append(("profile", "expected default, metrics or a KubeSchedulerConfiguration file"))
+        if self.extender and self.profile == "default":
+            errors.append(("extender", "needs a metric-driven profile (metrics or a file): scorer's extender "
+                                       "reads the metrics snapshot generated for it"))
         if not self.percentages:
             errors.append(("percentages", "must list at least one percentage (0: adaptive)"))
         errors += [(f"percentages[{i}]", f"must be in 0..100, got {p}")
