@@ -17,6 +17,7 @@ from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
+from scorer.extender import http as extender_http
 from scorer.extender.wire import filter_result, host_priorities
 from scorer.registry import build_registry
 from scorer.service.app import Service
@@ -212,7 +213,8 @@ def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
             for s in f.samples if s.name == name}
 
 
-async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_client):
+async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_client, monkeypatch):
+    monkeypatch.setattr(extender_http, "MAX_BODY", 64 * 1024)  # (128 MiB by default)
     service = make_service(debug=True)
     client = await aiohttp_client(service.app())
     assert service.supervisor.failure is None and service.source.has_synced()
@@ -228,14 +230,16 @@ async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_cl
     assert bad.status == 400 and (await bad.json())["Error"].startswith("the request body is not JSON")
     bad = await client.post("/scheduler/prioritize", data=orjson.dumps({"NodeNames": []}))
     assert bad.status == 400 and "Pod: required" in (await bad.json())["Error"]
+    huge = await client.post("/scheduler/filter", data=b" " * (extender_http.MAX_BODY + 1))
+    assert huge.status == 413 and "larger than" in (await huge.json())["Error"]
     text = await (await client.get("/metrics")).text()
     requests = samples(text, "scorer_extender_requests_total")
     assert requests[(("result", "success"), ("verb", "filter"))] == 1
     assert requests[(("result", "success"), ("verb", "prioritize"))] == 1
-    assert requests[(("result", "bad_request"), ("verb", "filter"))] == 1
+    assert requests[(("result", "bad_request"), ("verb", "filter"))] == 2
     assert requests[(("result", "bad_request"), ("verb", "prioritize"))] == 1
     counts = samples(text, "scorer_extender_request_duration_seconds_count")
-    assert counts[(("verb", "filter"),)] == 2
+    assert counts[(("verb", "filter"),)] == 3
     debug = await (await client.get("/debug/extender")).json()
     assert [d["verb"] for d in debug["decisions"]] == ["filter", "prioritize"]
     assert (await client.get("/healthz")).status == 200

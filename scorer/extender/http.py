@@ -91,6 +91,9 @@ def add_routes(app: web.Application, extender: Extender, registry: CollectorRegi
             except BadRequest as exc:
                 result = "bad_request"
                 response = _json({"Error": str(exc)}, 400)
+            except web.HTTPRequestEntityTooLarge:
+                result = "bad_request"
+                response = _json({"Error": f"the request body is larger than {MAX_BODY} bytes"}, 413)
             except PluginFailure as exc:
                 result = "error"
                 response = _json(filter_error(str(exc))) if verb == FILTER else _json({"Error": str(exc)}, 500)
