@@ -18,7 +18,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
 from scorer.extender import http as extender_http
-from scorer.extender.wire import filter_result, host_priorities
+from scorer.extender.wire import PodCache, PriorityWriter, filter_result, host_priorities
 from scorer.registry import build_registry
 from scorer.service.app import Service
 from scorer.service.build import check_extender_options
@@ -102,6 +102,7 @@ def test_args_are_read_in_both_forms_and_keys_in_any_case():
     (orjson.dumps({"NodeNames": ["a"]}), "Pod: required"),
     (orjson.dumps({"Pod": {"metadata": {"name": "p"}, "spec": {"containers": "x"}}, "NodeNames": []}), "Pod: "),
     (orjson.dumps({"Pod": api_pod(), "NodeNames": "a"}), "NodeNames: must be a list of node names"),
+    (orjson.dumps({"Pod": api_pod(), "NodeNames": ["a", 1]}), "NodeNames: must be a list of node names"),
     (orjson.dumps({"Pod": api_pod(), "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items[0].metadata.name"),
     (orjson.dumps({"Pod": api_pod(), "Nodes": []}), "Nodes: must be a NodeList object"),
 ])
@@ -120,6 +121,28 @@ def test_results_are_written_pascal_case_in_the_form_asked():
     by_name = filter_result(read_args(body(["idle", "busy"])), ["idle"], {"busy": "too busy"}, {})
     assert by_name["NodeNames"] == ["idle"] and by_name["Nodes"] is None
     assert host_priorities(["a", "b"], [3, 10]) == [{"Host": "a", "Score": 3}, {"Host": "b", "Score": 10}]
+
+
+def test_a_pod_is_decoded_once_per_uid_and_resource_version():
+    pods = PodCache()
+    raw = api_pod()
+    raw["metadata"]["resourceVersion"] = "7"
+    first = read_args(orjson.dumps({"Pod": raw, "NodeNames": ["idle"]}), pods).pod
+    assert read_args(orjson.dumps({"Pod": raw, "NodeNames": []}), pods).pod is first  # filter, then prioritize
+    raw["metadata"]["resourceVersion"] = "8"
+    raw["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    changed = read_args(orjson.dumps({"Pod": raw, "NodeNames": []}), pods).pod
+    assert changed is not first and changed.non_zero_cpu == 2000
+    del raw["metadata"]["resourceVersion"]  # without one, every request decodes it
+    assert read_args(orjson.dumps({"Pod": raw}), pods).pod is not read_args(orjson.dumps({"Pod": raw}), pods).pod
+
+
+def test_the_priority_list_is_written_as_json():
+    writer = PriorityWriter()
+    names, scores = ["a", 'quote"d', "ünïcode"], [0, 5, 10]
+    for _ in range(2):  # the second time from the kept prefixes
+        assert orjson.loads(writer.write(names, scores)) == host_priorities(names, scores)
+    assert writer.write([], []) == b"[]"
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

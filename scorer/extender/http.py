@@ -35,7 +35,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.extender.extender import Extender, PluginFailure
-from scorer.extender.wire import BadRequest, filter_error, filter_result, host_priorities, read_args
+from scorer.extender.wire import BadRequest, PodCache, PriorityWriter, filter_error, filter_result, read_args
 from scorer.metrics import exponential_buckets
 
 log = logging.getLogger("scorer.extender")
@@ -79,6 +79,7 @@ def add_routes(app: web.Application, extender: Extender, registry: CollectorRegi
     """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``)."""
     metrics = ExtenderMetrics(registry)
     extender.on_unknown = metrics.unknown_nodes.inc
+    pods, priorities = PodCache(), PriorityWriter()  # (filter then prioritize: the same pod)
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str, handle: Callable[[bytes], web.Response]) -> Callable[[web.Request],
@@ -108,13 +109,14 @@ def add_routes(app: web.Application, extender: Extender, registry: CollectorRegi
         return serve
 
     def do_filter(body: bytes) -> web.Response:
-        args = read_args(body)
+        args = read_args(body, pods)
         passed, failed, unresolvable = extender.filter(args)
         return _json(filter_result(args, passed, failed, unresolvable))
 
     def do_prioritize(body: bytes) -> web.Response:
-        args = read_args(body)
-        return _json(host_priorities(args.node_names, extender.prioritize(args)))
+        args = read_args(body, pods)
+        return web.Response(body=priorities.write(args.node_names, extender.prioritize(args)),
+                            content_type="application/json")
 
     app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))
     app.router.add_post(f"{prefix}/{PRIORITIZE}", endpoint(PRIORITIZE, do_prioritize))
