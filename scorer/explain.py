@@ -19,7 +19,7 @@ import attrs
 from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError, ModelError
-from scorer.framework import NodeBatch
+from scorer.framework import NodeBatch, Status
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework
 from scorer.model import LoadedObjects, Pod, load_file
@@ -141,9 +141,7 @@ def explain_pod(
         feasible_node = name in feasible_names
         nodes[name] = {
             "feasible": feasible_node,
-            "filter": None
-            if status is None
-            else {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)},
+            "filter": status_json(status),
             "scores": scores_by_node.get(name, {}),
             "total": totals.get(name, 0),
             "metrics": metrics.get(name, {}),
@@ -160,6 +158,13 @@ def explain_pod(
         # What PostFilter (preemption) would do; nothing is deleted: the recorder is never flushed.
         out["preemption"] = {"nominatedNode": result.nominated, "victims": [v.key for v in result.victims]}
     return out
+
+
+def status_json(status: Status | None) -> dict[str, Any] | None:
+    """A node's Filter status as ``explain_pod`` shows it (None: it passed)."""
+    if status is None:
+        return None
+    return {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}
 
 
 def metrics_by_node(hub: SourceHub, fwk: Framework, batch: NodeBatch) -> dict[str, dict[str, Any]]:

@@ -3,16 +3,14 @@ end-to-end points against the real API server (marked ``kube``) with scorer and 
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubekit import kube_binaries
+from kubekit import kube_binaries, kube_scheduler_binary
 
 from scorer.bench import e2e
-from scorer.bench.controlplane import find_binary
 from scorer.bench.spec import PointSpec, Setup
 from scorer.config.types import ResolvedProfile
 
@@ -267,11 +265,7 @@ def test_scorer_binds_every_pod_end_to_end() -> None:
 @pytest.mark.slow
 def test_kube_scheduler_binds_every_pod_end_to_end() -> None:
     kube_binaries()
-    if find_binary("kube-scheduler") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("kube-scheduler is required under CI=true: 'bash scripts/build-kube.sh' builds it",
-                        pytrace=False)
-        pytest.skip("no kube-scheduler: 'bash scripts/build-kube.sh' builds it (as root)")
+    kube_scheduler_binary()
     spec = PointSpec("smoke", 30, 20, mode="e2e", scheduler="kube-scheduler")
     point = e2e.run_e2e_point(plain_setup(30, 20), spec, config_path=None, timeout=120)
     check_smoke_point(point, "kube-scheduler")

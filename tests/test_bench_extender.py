@@ -8,20 +8,19 @@ kube-apiserver (marked ``kube``). Timing is never asserted."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import attrs
 import pytest
-from kubekit import kube_binaries
+from kubekit import kube_binaries, kube_scheduler_binary
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scorer.bench import command, e2e, report
 from scorer.bench.clusters import build_setup
 from scorer.bench.command import BenchOptions
-from scorer.bench.controlplane import KubeBinaries, find_binary
+from scorer.bench.controlplane import KubeBinaries
 from scorer.bench.runner import error_point
 from scorer.bench.spec import PointSpec, Setup
 from scorer.bench.workloads import Workload, load_workloads
@@ -306,11 +305,7 @@ def test_result_json_carries_the_extender_section(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kube_scheduler_with_scorer_as_extender_binds_every_pod_end_to_end() -> None:
     kube_binaries()  # skips (fails under CI=true) without kube-apiserver, etcd or openssl
-    if find_binary("kube-scheduler") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("kube-scheduler is required under CI=true: 'bash scripts/build-kube.sh' builds it",
-                        pytrace=False)
-        pytest.skip("no kube-scheduler: 'bash scripts/build-kube.sh' builds it (as root)")
+    kube_scheduler_binary()
     setup = build_setup(extender_workload(), 30, 20)
     spec = PointSpec("extender", 30, 20, mode="e2e", scheduler=e2e.EXTENDER)
     point = e2e.run_e2e_point(setup, spec, config_path=None, timeout=180)

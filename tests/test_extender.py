@@ -18,7 +18,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
 from scorer.extender import http as extender_http
-from scorer.extender.wire import PodCache, PriorityWriter, filter_result, host_priorities
+from scorer.extender.wire import PodCache, PriorityWriter, filter_result
 from scorer.registry import build_registry
 from scorer.service.app import Service
 from scorer.service.build import check_extender_options
@@ -120,7 +120,6 @@ def test_results_are_written_pascal_case_in_the_form_asked():
     assert result["Nodes"]["items"][0] == api_node("idle")  # the objects as they were sent
     by_name = filter_result(read_args(body(["idle", "busy"])), ["idle"], {"busy": "too busy"}, {})
     assert by_name["NodeNames"] == ["idle"] and by_name["Nodes"] is None
-    assert host_priorities(["a", "b"], [3, 10]) == [{"Host": "a", "Score": 3}, {"Host": "b", "Score": 10}]
 
 
 def test_a_pod_is_decoded_once_per_uid_and_resource_version():
@@ -141,7 +140,8 @@ def test_the_priority_list_is_written_as_json():
     writer = PriorityWriter()
     names, scores = ["a", 'quote"d', "ünïcode"], [0, 5, 10]
     for _ in range(2):  # the second time from the kept prefixes
-        assert orjson.loads(writer.write(names, scores)) == host_priorities(names, scores)
+        assert orjson.loads(writer.write(names, scores)) == [
+            {"Host": "a", "Score": 0}, {"Host": 'quote"d', "Score": 5}, {"Host": "ünïcode", "Score": 10}]
     assert writer.write([], []) == b"[]"
 
 
@@ -266,6 +266,7 @@ async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_cl
     debug = await (await client.get("/debug/extender")).json()
     assert [d["verb"] for d in debug["decisions"]] == ["filter", "prioritize"]
     assert (await client.get("/healthz")).status == 200
+    assert "metrics-snapshot" in service.supervisor.tasks  # the snapshot is sampled again while it runs
 
 
 async def test_a_plugin_failure_is_an_error_result_not_a_crash(aiohttp_client):

@@ -40,7 +40,7 @@ import numpy as np
 
 from scorer.cache import ClusterCache
 from scorer.errors import ScorerError
-from scorer.explain import metrics_by_node
+from scorer.explain import metrics_by_node, status_json
 from scorer.extender.wire import MAX_EXTENDER_PRIORITY, ExtenderArgs
 from scorer.framework import Code, CycleState, NodeBatch, Status
 from scorer.framework.runtime import Framework
@@ -133,7 +133,7 @@ class Extender:
         passed = [name for name in args.node_names if name not in statuses] if statuses else list(args.node_names)
         if self.decisions is not None:
             self._record("filter", args, {name: {"feasible": name not in statuses,
-                                                 "filter": _status_json(statuses.get(name))}
+                                                 "filter": status_json(statuses.get(name))}
                                           for name in args.node_names})
         return passed, failed, unresolvable
 
@@ -191,9 +191,3 @@ def _raise_error(status: Status, point: str) -> None:
 def _reason(status: Status) -> str:
     return ", ".join(reason for reason in status.reasons if reason) or \
         (f"rejected by {status.plugin}" if status.plugin else status.code.label)
-
-
-def _status_json(status: Status | None) -> dict[str, Any] | None:
-    if status is None:
-        return None
-    return {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}

@@ -136,14 +136,9 @@ def filter_error(message: str) -> dict[str, Any]:
     return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": message}
 
 
-def host_priorities(names: Sequence[str], scores: Sequence[int]) -> list[dict[str, Any]]:
-    """``HostPriorityList``: ``[{"Host": name, "Score": score}, ...]`` in request order."""
-    return [{"Host": name, "Score": int(score)} for name, score in zip(names, scores, strict=True)]
-
-
 class PriorityWriter:
-    """``host_priorities`` as JSON bytes, from each name's ``{"Host":"<name>","Score":`` kept between
-    requests (at most ``SIZE`` names: a cluster's nodes)."""
+    """``HostPriorityList`` (``[{"Host": name, "Score": score}, ...]`` in request order) as JSON bytes,
+    from each name's ``{"Host":"<name>","Score":`` kept between requests (at most ``SIZE`` names)."""
 
     SIZE = 100_000
 
