@@ -8,6 +8,7 @@ kube-apiserver (marked ``kube``). Timing is never asserted."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from kubekit import kube_binaries, kube_scheduler_binary
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scorer.bench import command, e2e, report
+from scorer.bench import command, e2e, report, standin
 from scorer.bench.clusters import build_setup
 from scorer.bench.command import BenchOptions
 from scorer.bench.controlplane import KubeBinaries
@@ -45,13 +46,13 @@ def schedulers(jobs: list[command.Job]) -> list[tuple[str, int, str]]:
 # --- the plan ------------------------------------------------------------------------------------------
 
 
-def test_the_default_extender_workload_alternates_kube_scheduler_alone_and_with_scorer_up_to_5000_nodes() -> None:
+def test_the_default_extender_workload_alternates_kube_scheduler_alone_with_the_stand_in_and_with_scorer() -> None:
     workload = extender_workload()
     assert (workload.shape, workload.profile, workload.extender, workload.e2e) == ("plain", "metrics", True, False)
     assert workload.init_pods.per_node == 0.2  # as the metrics workload
     jobs = command.plan_e2e([workload], BenchOptions(e2e=True))
     assert schedulers(jobs) == [("extender", n, s) for n in (100, 500, 1000, 5000)
-                                for s in ("kube-scheduler", "kube-scheduler+scorer")]
+                                for s in ("kube-scheduler", "kube-scheduler+stand-in", "kube-scheduler+scorer")]
     assert max(n for _, n, _ in schedulers(jobs)) <= command.E2E_MAX_NODES
     assert all(j.spec.mode == "e2e" and j.spec.percentage == 0 and j.spec.pods == 1000 for j in jobs)
     assert all(j.config_path is None and j.profile == "metrics" for j in jobs)
@@ -66,8 +67,10 @@ def test_only_and_nodes_select_the_extender_jobs_and_leave_the_others_as_they_we
     assert schedulers(command.plan_e2e(workloads, options)) == [
         ("plain", 500, "scorer"), ("plain", 500, "kube-scheduler"),
         ("plain", 5000, "scorer"), ("plain", 5000, "kube-scheduler"),
-        ("extender", 500, "kube-scheduler"), ("extender", 500, "kube-scheduler+scorer"),
-        ("extender", 5000, "kube-scheduler"), ("extender", 5000, "kube-scheduler+scorer")]
+        ("extender", 500, "kube-scheduler"), ("extender", 500, "kube-scheduler+stand-in"),
+        ("extender", 500, "kube-scheduler+scorer"),
+        ("extender", 5000, "kube-scheduler"), ("extender", 5000, "kube-scheduler+stand-in"),
+        ("extender", 5000, "kube-scheduler+scorer")]
     # --nodes is taken as given, beyond E2E_MAX_NODES too; --percentages other than adaptive run in process only
     assert {n for _, n, _ in schedulers(command.plan_e2e([workloads[1]], BenchOptions(nodes=[15000])))} == {15000}
     assert command.plan_e2e([workloads[1]], BenchOptions(percentages=[100])) == []
@@ -78,7 +81,8 @@ def test_a_workload_both_e2e_and_extender_runs_kube_scheduler_alone_once(tmp_pat
     config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
     both = Workload(name="both", shape="plain", profile=str(config), e2e=True, extender=True)
     assert schedulers(command.plan_e2e([both], BenchOptions(nodes=[100]))) == [
-        ("both", 100, "scorer"), ("both", 100, "kube-scheduler"), ("both", 100, "kube-scheduler+scorer")]
+        ("both", 100, "scorer"), ("both", 100, "kube-scheduler"), ("both", 100, "kube-scheduler+stand-in"),
+        ("both", 100, "kube-scheduler+scorer")]
 
 
 def test_an_extender_workload_needs_a_metric_driven_profile(tmp_path: Path) -> None:
@@ -107,7 +111,8 @@ def test_bench_e2e_runs_the_extender_jobs_with_the_generated_snapshot(tmp_path: 
     code = main(["bench", "--e2e", "--only", "extender", "--nodes", "10,20", "--pods", "3", "--out", str(tmp_path)])
     assert code == 0, capsys.readouterr().err
     assert [(s.scheduler, s.nodes) for s, _ in calls] == [
-        ("kube-scheduler", 10), ("kube-scheduler+scorer", 10), ("kube-scheduler", 20), ("kube-scheduler+scorer", 20)]
+        (scheduler, nodes) for nodes in (10, 20)
+        for scheduler in ("kube-scheduler", "kube-scheduler+stand-in", "kube-scheduler+scorer")]
     for spec, setup in calls:
         assert len(setup.nodes) == spec.nodes and len(setup.measured) == 3
         assert setup.metrics is not None and set(setup.metrics.metrics["cpu_utilization"]) == {
@@ -213,6 +218,44 @@ def test_scorers_extender_metrics_are_read_back() -> None:
         "filter": None, "prioritize": None}
 
 
+def test_the_stand_in_point_runs_kube_scheduler_with_the_stand_in_extender(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    setup = attrs.evolve(build_setup(extender_workload(), 8, 2), metrics=None)  # the stand-in reads no snapshot
+    run, command_line = prepared_run(tmp_path, monkeypatch, setup, scheduler=e2e.STAND_IN)
+    assert command_line[0] == "/opt/kube-scheduler"
+    port = run.extender_port
+    assert port > 0 and port != 10251
+    kube = json.loads((tmp_path / "scheduler-config.json").read_text())
+    assert kube["extenders"] == [e2e.extender_entry(port)]  # the same entry as scorer's, on its own port
+    assert run.extender_command == [sys.executable, "-m", "scorer.bench.standin", str(port)]
+    assert not (tmp_path / "extender-config.json").exists() and not (tmp_path / "metrics-snapshot.json").exists()
+    assert run.extender_name == "the stand-in extender"
+    assert (run.point["extender"]["profile"], run.point["extender"]["plugins"]) == (None, [])
+
+
+async def test_the_stand_in_extender_passes_every_node_scores_zero_and_counts_requests(aiohttp_client: Any) -> None:
+    client = await aiohttp_client(standin.app())
+    names = ["node-a", "node-b", "node-c"]
+    body = {"Pod": {"metadata": {"name": "p", "namespace": "default"}}, "Nodes": None, "NodeNames": names}
+    response = await client.post("/scheduler/filter", json=body)
+    assert response.status == 200
+    assert await response.json() == {"Nodes": None, "NodeNames": names, "FailedNodes": {},
+                                     "FailedAndUnresolvableNodes": {}, "Error": ""}
+    response = await client.post("/scheduler/prioritize", json=body)
+    assert await response.json() == [{"Host": name, "Score": 0} for name in names]
+    response = await client.post("/scheduler/filter", data=b"{not json")  # nothing to pass: no node, no crash
+    assert response.status == 200 and (await response.json())["NodeNames"] == []
+    assert (await client.get("/readyz")).status == 200
+    figures = e2e.extender_figures(await (await client.get("/metrics")).text())
+    assert figures["requests"]["filter"]["success"] == 2 and figures["requests"]["prioritize"]["success"] == 1
+
+
+def test_the_stand_in_extender_needs_a_port(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in ([], ["http"], ["0"], ["70000"], ["1", "2"]):
+        assert standin.main(argv) == 2
+        assert "usage: python -m scorer.bench.standin PORT (1-65535)" in capsys.readouterr().err
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 
@@ -226,15 +269,17 @@ def e2e_point(scheduler: str, nodes: int, pods_per_second: float | None, *, erro
         "extension_points_ms": {}, "plugins_ms": {},
         "memory": {"peak_rss_mb": 150.0, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
         "check": {}, "warnings": [], "error": error}
-    if scheduler == e2e.EXTENDER:
-        point["extender"] = {**e2e.empty_extender(), "errors": 0, "mean_ms": {"filter": 1.25, "prioritize": 1.5},
-                             "peak_rss_mb": 95.0}
+    if scheduler in e2e.EXTENDED:
+        point["extender"] = {**e2e.empty_extender(scheduler), "errors": 0,
+                             "mean_ms": {"filter": 1.25, "prioritize": 1.5}, "peak_rss_mb": 95.0}
     return point
 
 
-def extender_result() -> dict[str, Any]:
+def extender_result(stand_in: bool = False) -> dict[str, Any]:
     points = [e2e_point("kube-scheduler", 500, 450.0), e2e_point(e2e.EXTENDER, 500, 300.0),
               e2e_point("kube-scheduler", 5000, 200.0), e2e_point(e2e.EXTENDER, 5000, 100.0)]
+    if stand_in:
+        points += [e2e_point(e2e.STAND_IN, 500, 360.0), e2e_point(e2e.STAND_IN, 5000, None, error="boom")]
     return {"format": report.FORMAT, "points": points, "fits": [], "summary": [], "compare": None}
 
 
@@ -245,16 +290,20 @@ def cells(line: str) -> list[str]:
 def test_the_table_shows_kube_scheduler_with_scorer_against_kube_scheduler_alone() -> None:
     text = report.render_table(extender_result())
     title = ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control "
-             "plane (scorer's mean ms per request)")
+             "plane (scorer's mean ms per request; the stand-in extender answers at once: the protocol's own cost)")
     block = text.split(title + "\n\n")[1].split("\n\n")[0].splitlines()
-    assert cells(block[0])[3:8] == ["with extender pods/s", "alone pods/s", "ratio", "with extender p50 ms",
-                                    "alone p50 ms"]
+    assert cells(block[0])[3:10] == ["with extender pods/s", "alone pods/s", "ratio", "stand-in pods/s",
+                                     "stand-in ratio", "with extender p50 ms", "alone p50 ms"]
     assert [cells(line) for line in block[2:]] == [
-        ["extender", "500", "adaptive", "300", "450", "0.67x", "2.000", "2.000", "1.250", "1.500", "0", "150", "150",
-         "95"],
-        ["extender", "5,000", "adaptive", "100", "200", "0.50x", "2.000", "2.000", "1.250", "1.500", "0", "150",
-         "150", "95"]]
+        ["extender", "500", "adaptive", "300", "450", "0.67x", "-", "-", "2.000", "2.000", "1.250", "1.500", "0",
+         "150", "150", "95"],
+        ["extender", "5,000", "adaptive", "100", "200", "0.50x", "-", "-", "2.000", "2.000", "1.250", "1.500", "0",
+         "150", "150", "95"]]
     assert "End to end, scorer / kube-scheduler on the same control plane" not in text  # no scorer-alone point
+    # with the stand-in's points: its pods/s and ratio beside scorer's (a failed stand-in point: none)
+    block = report.render_table(extender_result(stand_in=True)).split(title + "\n\n")[1].split("\n\n")[0]
+    assert [cells(line)[3:8] for line in block.splitlines()[2:]] == [["300", "450", "0.67x", "360", "0.80x"],
+                                                                    ["100", "200", "0.50x", "-", "-"]]
 
 
 def test_the_summary_gives_the_ratio_and_checks_the_60_percent_target_at_500_and_5000_nodes() -> None:
@@ -270,6 +319,21 @@ def test_the_summary_gives_the_ratio_and_checks_the_60_percent_target_at_500_and
         "(nodeCacheCapable) at least 60% of kube-scheduler alone: missed by 10 percentage points (50%)"]
     # an extender point is no scorer point: no "at least kube-scheduler's pods/s" line for it
     assert not any("at least kube-scheduler's" in line for line in lines)
+    assert not any("stand-in" in line for line in lines)  # none ran
+
+
+def test_the_summary_sets_the_stand_in_extender_beside_scorer() -> None:
+    lines = report.summary(extender_result(stand_in=True))
+    assert ("End to end at 500 nodes (workload extender, adaptive): kube-scheduler with scorer as its extender "
+            "300 pods/s, kube-scheduler alone 450 pods/s (67% of it); scorer answered filter in 1.25 ms and "
+            "prioritize in 1.50 ms on average; with the stand-in extender, which answers at once, 360 pods/s (80%): "
+            "the extender protocol's own cost on this machine.") in lines
+    at = lines.index("target: end to end, 500 nodes (workload extender): kube-scheduler with scorer as extender "
+                     "(nodeCacheCapable) at least 60% of kube-scheduler alone: met (67%)")
+    assert lines[at + 1] == ("  beside it, the stand-in extender (no work, two HTTP round trips per pod): 80% of "
+                             "kube-scheduler alone")
+    # the stand-in's 5,000-node point failed: the target line stands alone
+    assert lines[-1].startswith("target: end to end, 5,000 nodes") and sum("stand-in" in line for line in lines) == 2
 
 
 def test_a_failed_point_of_either_side_is_not_measured_and_other_sizes_have_no_target() -> None:
@@ -321,3 +385,19 @@ def test_kube_scheduler_with_scorer_as_extender_binds_every_pod_end_to_end() -> 
     assert extender["mean_ms"]["filter"] > 0 and extender["peak_rss_mb"] > 0
     assert point["memory"]["peak_rss_mb"] > 0 and point["cpu_seconds"]["extender"] >= 0
     assert point["cycle_ms"]["count"] >= 20 and point["throughput"]["pods_per_second_from_start"] > 0
+
+
+@pytest.mark.kube
+@pytest.mark.slow
+def test_kube_scheduler_with_the_stand_in_extender_binds_every_pod_end_to_end() -> None:
+    kube_binaries()
+    kube_scheduler_binary()
+    setup = build_setup(extender_workload(), 20, 15)
+    point = e2e.run_e2e_point(setup, PointSpec("extender", 20, 15, mode="e2e", scheduler=e2e.STAND_IN),
+                              config_path=None, timeout=180)
+    assert point["error"] is None, point
+    assert (point["scheduler"], point["bound"], point["unscheduled"]) == (e2e.STAND_IN, 15, 0)
+    assert point["check"]["extender_exit_code"] == 0  # it stops on SIGTERM like scorer
+    requests = point["extender"]["requests"]
+    assert requests["filter"]["success"] >= 15 and requests["prioritize"]["success"] >= 15, point["extender"]
+    assert point["extender"]["errors"] == 0 and point["cpu_seconds"]["extender"] >= 0

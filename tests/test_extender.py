@@ -143,6 +143,10 @@ def test_the_priority_list_is_written_as_json():
         assert orjson.loads(writer.write(names, scores)) == [
             {"Host": "a", "Score": 0}, {"Host": 'quote"d', "Score": 5}, {"Host": "ünïcode", "Score": 10}]
     assert writer.write([], []) == b"[]"
+    # known and new names mixed; a score outside 0-10 is written as it is; the lengths must agree
+    assert orjson.loads(writer.write(["b", "a"], [10, 11])) == [{"Host": "b", "Score": 10}, {"Host": "a", "Score": 11}]
+    with pytest.raises(ValueError, match="2 names and 1 scores"):
+        writer.write(["a", "b"], [1])
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

@@ -54,8 +54,9 @@ DEFAULT_OUT = "bench-results"
 E2E_MAX_NODES = 5000  # the end-to-end sweep's default ceiling (a control plane on this machine)
 KUBE_SCHEDULER_VERSION = "v1.20.2"
 SCHEDULERS = ("scorer", "kube-scheduler")
-# An ``extender`` workload end to end: kube-scheduler alone, then with scorer as its HTTP extender.
-EXTENDER_SCHEDULERS = ("kube-scheduler", e2e.EXTENDER)
+# An ``extender`` workload end to end: kube-scheduler alone, with the stand-in extender (the protocol's
+# own cost), then with scorer as its HTTP extender.
+EXTENDER_SCHEDULERS = ("kube-scheduler", e2e.STAND_IN, e2e.EXTENDER)
 MAX_REPEAT = 20
 
 Print = Callable[[str], None]
@@ -117,7 +118,8 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--e2e", action="store_true",
                         help="also run the workloads marked e2e end to end against a real kube-apiserver, with "
                              f"scorer and kube-scheduler {KUBE_SCHEDULER_VERSION}, and those marked extender with "
-                             "kube-scheduler alone and with scorer as its extender (up to "
+                             "kube-scheduler alone, with a stand-in extender that does no work and with scorer as its "
+                             "extender (up to "
                              f"{E2E_MAX_NODES:,} nodes unless --nodes is given)")
     parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                         help=f"where result.json and the PNG plots go (default ./{DEFAULT_OUT})")
@@ -276,8 +278,9 @@ def plan_e2e(workloads: list[Workload], options: BenchOptions, configured_percen
     """Each e2e workload (``--cluster``: the cluster) at the sweep's sizes up to ``E2E_MAX_NODES`` (all of
     ``--nodes`` when given), adaptive percentage, for scorer and for kube-scheduler, alternating. The
     ``metrics`` profile stays in process: kube-scheduler has no metric plugins to compare with. An
-    ``extender`` workload runs, at the same sizes, kube-scheduler alone and kube-scheduler with scorer as
-    its extender (``EXTENDER_SCHEDULERS``), alternating too (kube-scheduler alone once when both apply)."""
+    ``extender`` workload runs, at the same sizes, kube-scheduler alone, with the stand-in extender and with
+    scorer as its extender (``EXTENDER_SCHEDULERS``), alternating too (kube-scheduler alone once when both
+    apply)."""
     jobs = []
     for job in plan_in_process(workloads, options, configured_percentage):
         if job.spec.percentage != ADAPTIVE:

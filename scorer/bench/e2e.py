@@ -25,7 +25,10 @@ watch are part of what is timed. For each point:
    generated snapshot, written to FILE), and kube-scheduler, started once
    scorer's ``/readyz`` answers 200 (its caches synced), gets an ``extenders``
    entry for it (``nodeCacheCapable: true``, ``ignorable: false``, weight 5);
-   binds are timed from kube-scheduler's start, as for the others;
+   ``kube-scheduler+stand-in`` (``STAND_IN``) is the same with
+   ``scorer.bench.standin`` in scorer's place, an extender that answers at
+   once (the protocol's own cost); binds are timed from kube-scheduler's
+   start, as for the others;
 5. each measured pod is stamped when the watch first shows it bound. The
    harness plays the kubelet's one part a preemption needs: a bound pod the
    scheduler deletes (a victim, graceful deletion) is removed at once
@@ -56,7 +59,8 @@ the machine (``other``: work sharing the cores). A ``kube-scheduler+scorer``
 point also has ``extender``: how kube-scheduler calls scorer and what scorer's
 ``/metrics`` counted (``scorer_extender_requests_total`` by verb and result,
 ``scorer_extender_request_duration_seconds`` by verb, its peak RSS; its CPU
-seconds are ``cpu_seconds.extender``); ``memory`` is kube-scheduler's.
+seconds are ``cpu_seconds.extender``); ``memory`` is kube-scheduler's. A
+``kube-scheduler+stand-in`` point has the same section for the stand-in.
 """
 
 from __future__ import annotations
@@ -118,6 +122,11 @@ BUILD_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN t
 
 # kube-scheduler with scorer as its HTTP extender (``scorer run --extender-profile ... --no-scheduling``).
 EXTENDER = "kube-scheduler+scorer"
+# kube-scheduler with the stand-in extender (``python -m scorer.bench.standin``: answers at once, does no
+# work): the protocol's own cost, the ceiling of any extender on this machine.
+STAND_IN = "kube-scheduler+stand-in"
+EXTENDED = (EXTENDER, STAND_IN)  # kube-scheduler with an HTTP extender
+KUBE_SCHEDULERS = ("kube-scheduler", *EXTENDED)  # the points where kube-scheduler schedules
 EXTENDER_PROFILE = "scorer-extender"
 EXTENDER_WEIGHT = 5
 EXTENDER_TIMEOUT = "5s"  # kube-scheduler's httpTimeout (its default too)
@@ -371,7 +380,7 @@ def spread_args(args: dict[str, Any]) -> dict[str, Any]:
 
 def scheduler_command(spec: PointSpec, config_file: Path, kubeconfig: Path, port: int,
                       kube_scheduler: str | None) -> list[str]:
-    if spec.scheduler in ("kube-scheduler", EXTENDER):
+    if spec.scheduler in KUBE_SCHEDULERS:
         if kube_scheduler is None:
             raise E2EError(f"kube-scheduler not found: {BUILD_HINT}")
         return [kube_scheduler, f"--config={config_file}", "--secure-port=0", "-v=1"]
@@ -387,6 +396,11 @@ def extender_command(config_file: Path, kubeconfig: Path, port: int, snapshot_fi
     """scorer serving only the extender verbs, reading the metrics snapshot file."""
     return scorer_command(config_file, kubeconfig, port, "--extender-profile", EXTENDER_PROFILE, "--no-scheduling",
                           "--metrics", str(snapshot_file))
+
+
+def stand_in_command(port: int) -> list[str]:
+    """The stand-in extender (``scorer.bench.standin``) on ``port``."""
+    return [sys.executable, "-m", "scorer.bench.standin", str(port)]
 
 
 # --- the Setup as API requests ---------------------------------------------------------------------------
@@ -903,14 +917,17 @@ def empty_point(setup: Setup, spec: PointSpec, config_path: str | None) -> dict[
             "extension_points_ms": {}, "plugins_ms": {},
             "memory": {"peak_rss_mb": None, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
             "cpu_seconds": None, "load_s": {}, "wall_s": None, "check": {}, "warnings": [], "error": None,
-            "kube_version": KUBE_VERSION, **({"extender": empty_extender()} if spec.scheduler == EXTENDER else {})}
+            "kube_version": KUBE_VERSION,
+            **({"extender": empty_extender(spec.scheduler)} if spec.scheduler in EXTENDED else {})}
 
 
-def empty_extender() -> dict[str, Any]:
-    """An EXTENDER point's ``extender``: how kube-scheduler calls scorer, then what scorer's /metrics counted."""
+def empty_extender(scheduler: str = EXTENDER) -> dict[str, Any]:
+    """An EXTENDER or STAND_IN point's ``extender``: how kube-scheduler calls it, then what its /metrics
+    counted (the stand-in has no profile and no plugin)."""
     metrics = METRICS_CONFIG["profiles"][0]
-    return {"profile": EXTENDER_PROFILE,
-            "plugins": [entry["name"] for entry in metrics["plugins"]["multiPoint"]["enabled"]],
+    scorer = scheduler == EXTENDER
+    return {"profile": EXTENDER_PROFILE if scorer else None,
+            "plugins": [entry["name"] for entry in metrics["plugins"]["multiPoint"]["enabled"]] if scorer else [],
             "weight": EXTENDER_WEIGHT, "nodeCacheCapable": True, "ignorable": False,
             "requests": None, "errors": None, "unknown_nodes": None, "mean_ms": None, "p50_ms": None,
             "p99_ms": None, "peak_rss_mb": None}
@@ -931,7 +948,7 @@ class Run:
     plane: ControlPlane | None = None
     scheduler: subprocess.Popen[bytes] | None = None
     port: int = 0  # the scheduler's /metrics
-    extender: subprocess.Popen[bytes] | None = None  # scorer as kube-scheduler's extender (EXTENDER points)
+    extender: subprocess.Popen[bytes] | None = None  # kube-scheduler's extender (EXTENDED points)
     extender_command: list[str] | None = None
     extender_port: int = 0  # its verbs, /readyz and /metrics
 
@@ -941,7 +958,11 @@ class Run:
 
     @property
     def extender_log(self) -> Path:
-        return self.workdir / "scorer-extender.log"
+        return self.workdir / "extender.log"
+
+    @property
+    def extender_name(self) -> str:
+        return "scorer (the extender)" if self.spec.scheduler == EXTENDER else "the stand-in extender"
 
     def write_config(self, port: int) -> list[str]:
         """Writes the scheduler's configuration (JSON: both read it as YAML) and returns its command line;
@@ -950,12 +971,16 @@ class Run:
         self.port = port
         kubeconfig = self.plane.kubeconfig
         path = self.workdir / "scheduler-config.json"
-        if self.spec.scheduler in ("kube-scheduler", EXTENDER):
+        if self.spec.scheduler in KUBE_SCHEDULERS:
             config, notes = kube_scheduler_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps,
                                                   self.burst, port)
             self.point["warnings"].extend(notes)
             if self.spec.scheduler == EXTENDER:
                 config["extenders"] = [extender_entry(self.write_extender_config())]
+            elif self.spec.scheduler == STAND_IN:
+                self.extender_port = self.free_extender_port()
+                self.extender_command = stand_in_command(self.extender_port)
+                config["extenders"] = [extender_entry(self.extender_port)]
             path.write_text(json.dumps(config, indent=2))
         elif self.spec.scheduler == "scorer":
             config = scorer_config(self.setup, self.spec, self.config_path, kubeconfig, self.qps, self.burst)
@@ -963,8 +988,8 @@ class Run:
             if self.config_path is not None:
                 load_and_resolve(path, catalog())
         else:
-            raise E2EError(f"unknown scheduler {self.spec.scheduler!r}: expected scorer, kube-scheduler or "
-                           f"{EXTENDER}")
+            raise E2EError(f"unknown scheduler {self.spec.scheduler!r}: expected scorer, kube-scheduler, "
+                           f"{EXTENDER} or {STAND_IN}")
         return scheduler_command(self.spec, path, kubeconfig, port, kube_binaries().scheduler)
 
     def write_extender_config(self) -> int:
@@ -980,11 +1005,15 @@ class Run:
         load_and_resolve(config, catalog())
         snapshot = self.workdir / "metrics-snapshot.json"
         snapshot.write_bytes(orjson.dumps(snapshot_document(self.setup.metrics)))
-        self.extender_port = free_port()
-        while self.extender_port == self.port:
-            self.extender_port = free_port()
+        self.extender_port = self.free_extender_port()
         self.extender_command = extender_command(config, self.plane.kubeconfig, self.extender_port, snapshot)
         return self.extender_port
+
+    def free_extender_port(self) -> int:
+        port = free_port()
+        while port == self.port:
+            port = free_port()
+        return port
 
     def start_scheduler(self, command: list[str]) -> subprocess.Popen[bytes]:
         with open(self.log, "wb") as out:
@@ -1053,7 +1082,7 @@ async def measure(run: Run, command: list[str]) -> None:
         pids = {"kube_apiserver": apiserver.pid, "etcd": etcd.pid, "harness": os.getpid()}
         extender_peak: dict[str, int] = {}
         pollers = []
-        if run.extender_command is not None:  # scorer ready (its caches synced) before kube-scheduler starts
+        if run.extender_command is not None:  # the extender ready (scorer: its caches synced) before kube-scheduler
             extender = run.start_extender()
             pollers.append(asyncio.create_task(poll_rss(extender, extender_peak), name="extender-rss-poll"))
             await wait_extender_ready(api, run, deadline)
@@ -1110,16 +1139,17 @@ async def wait_established(watch: BindWatch, watch_task: asyncio.Task[None], dea
 
 
 async def wait_extender_ready(api: Api, run: Run, deadline: float) -> None:
-    """Waits (at most ``EXTENDER_READY_SECONDS``) for scorer's /readyz to answer 200: its caches synced."""
+    """Waits (at most ``EXTENDER_READY_SECONDS``) for the extender's /readyz to answer 200 (scorer's: its caches
+    synced)."""
     assert run.extender is not None
     limit = max(0.0, min(EXTENDER_READY_SECONDS, deadline - time.monotonic()))
     until = time.monotonic() + limit
     while await api.status(run.extender_port, "/readyz") != 200:
         if run.extender.poll() is not None:
-            raise E2EError(f"scorer (the extender) exited with {run.extender.returncode} before it was ready: "
+            raise E2EError(f"{run.extender_name} exited with {run.extender.returncode} before it was ready: "
                            f"{log_tail(run.extender_log)}")
         if time.monotonic() >= until:
-            raise E2EError(f"scorer (the extender) was not ready within {limit:.0f} s: {log_tail(run.extender_log)}")
+            raise E2EError(f"{run.extender_name} was not ready within {limit:.0f} s: {log_tail(run.extender_log)}")
         await asyncio.sleep(0.2)
 
 
@@ -1173,16 +1203,16 @@ async def record_metrics(point: dict[str, Any], api: Api, port: int, bound: int,
 
 
 async def record_extender(point: dict[str, Any], api: Api, run: Run, peak: dict[str, int]) -> None:
-    """scorer's side of an EXTENDER point: its request counts and latency from its /metrics, its peak RSS."""
+    """The extender's side of an EXTENDED point: its request counts and latency from its /metrics, its peak RSS."""
     assert run.extender is not None
     figures = point["extender"]
     if run.extender.poll() is not None:
-        point["error"] = point["error"] or (f"scorer (the extender) exited with {run.extender.returncode}: "
+        point["error"] = point["error"] or (f"{run.extender_name} exited with {run.extender.returncode}: "
                                             f"{log_tail(run.extender_log)}")
         return
     text = await api.metrics(run.extender_port)
     if text is None:
-        point["warnings"].append("scorer's /metrics (the extender) did not answer")
+        point["warnings"].append(f"the /metrics of {run.extender_name} did not answer")
     else:
         figures.update(extender_figures(text))
     hwm = max(peak.get("VmHWM", 0), proc_status(run.extender.pid).get("VmHWM", 0))

@@ -10,8 +10,9 @@ back from disk renders exactly as the run that wrote it.
   on log(nodes), for p50 and p99: 0 is flat, 1 linear in the node count.
 - ``render_table(result)``: one row per point, the mean ms per extension point,
   the slowest plugins, the fits, scorer / kube-scheduler ratios where both ran end to end, and
-  kube-scheduler with scorer as its extender / kube-scheduler alone (with scorer's request latency)
-  where both of those ran; as ``|``-separated rows that read in a terminal and paste into markdown.
+  kube-scheduler with scorer as its extender / kube-scheduler alone (with scorer's request latency,
+  and the stand-in extender's pods/s beside it when it ran) where both of those ran; as
+  ``|``-separated rows that read in a terminal and paste into markdown.
 - ``summary(result)``: the same in plain words, with the issue's targets
   checked against the points that exist (a line only where there is data).
 - ``compare(result, baseline)`` and ``render_compare``: a change is marked only
@@ -58,6 +59,7 @@ METRICS = "metrics"  # plain pods, metric-driven profile
 DENSE = "dense"  # plain pods, 10 existing pods per node (the RSS target)
 HEADLINE_NODES = 5000
 SCORER, KUBE, EXTENDER = "scorer", "kube-scheduler", "kube-scheduler+scorer"  # end-to-end schedulers
+STAND_IN = "kube-scheduler+stand-in"  # kube-scheduler with an extender that does no work
 # kube-scheduler with scorer as its extender (nodeCacheCapable) keeps at least this share of kube-scheduler
 # alone's pods/s, at these sizes (one HTTP extender took Go kube-scheduler from about 990 to 111 pods/s)
 EXTENDER_SHARE = 0.6
@@ -82,9 +84,9 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _figure(point: dict[str, Any], section: str, key: str) -> float | None:
-    """``point[section][key]`` as a number; None when the section or the figure is absent or null."""
-    values = point.get(section)
+def _figure(point: dict[str, Any] | None, section: str, key: str) -> float | None:
+    """``point[section][key]`` as a number; None when the point, the section or the figure is absent or null."""
+    values = None if point is None else point.get(section)
     return _number(values.get(key)) if isinstance(values, dict) else None
 
 
@@ -211,7 +213,8 @@ def render_table(result: dict[str, Any]) -> str:
          _fits_table(_fits(result))),
         ("End to end, scorer / kube-scheduler on the same control plane", _e2e_table(points)),
         ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control plane "
-         "(scorer's mean ms per request)", _extender_table(points)),
+         "(scorer's mean ms per request; the stand-in extender answers at once: the protocol's own cost)",
+         _extender_table(points)),
         ("Failed points", _errors_table(points)),
     ]
     return "\n\n".join("\n".join([title, "", *lines]) for title, lines in sections if lines)
@@ -318,20 +321,29 @@ def _extender(point: dict[str, Any], key: str, verb: str) -> float | None:
     return _figure(section, key, verb) if isinstance(section, dict) else None
 
 
+def _stand_in(points: list[dict[str, Any]], pair: _E2EPair) -> dict[str, Any] | None:
+    """The stand-in extender's point beside ``pair`` (same workload, size and percentage), if it ran well."""
+    return next((p for p in _ok(points) if (p["mode"], p["scheduler"], p["workload"], p["nodes"], p["percentage"])
+                 == ("e2e", STAND_IN, pair.workload, pair.nodes, pair.percentage)), None)
+
+
 def _extender_table(points: list[dict[str, Any]]) -> list[str]:
     rows = []
     for pair in _e2e_pairs(points, EXTENDER):
         extended, alone = pair.measured, pair.kube
         scorer = extended["extender"] if isinstance(extended.get("extender"), dict) else {}
         pods_x, pods_k = (_figure(p, "throughput", "pods_per_second") for p in (extended, alone))
+        pods_null = _figure(_stand_in(points, pair), "throughput", "pods_per_second")
         rows.append([pair.workload, f"{pair.nodes:,}", _pct(pair.percentage),
-                     _whole(pods_x), _whole(pods_k), _ratio(pods_x, pods_k),
+                     _whole(pods_x), _whole(pods_k), _ratio(pods_x, pods_k), _whole(pods_null),
+                     _ratio(pods_null, pods_k),
                      *(_ms(_figure(p, "cycle_ms", "p50")) for p in (extended, alone)),
                      *(_ms(_extender(extended, "mean_ms", verb)) for verb in ("filter", "prioritize")),
                      _whole(_number(scorer.get("errors"))),
                      *(_whole(_figure(p, "memory", "peak_rss_mb")) for p in (extended, alone)),
                      _whole(_number(scorer.get("peak_rss_mb")))])
-    headers = ("workload", "nodes", "pct", "with extender pods/s", "alone pods/s", "ratio", "with extender p50 ms",
+    headers = ("workload", "nodes", "pct", "with extender pods/s", "alone pods/s", "ratio", "stand-in pods/s",
+               "stand-in ratio", "with extender p50 ms",
                "alone p50 ms", "filter ms", "prioritize ms", "failed requests", "kube RSS MB with",
                "kube RSS MB alone", "scorer RSS MB")
     return _table(headers, rows, right_from=1) if rows else []
@@ -359,7 +371,7 @@ def summary(result: dict[str, Any]) -> list[str]:
     for pair in _e2e_pairs(points):
         lines.extend(_e2e_lines(pair))
     for pair in _e2e_pairs(points, EXTENDER):
-        lines.extend(_extender_lines(pair))
+        lines.extend(_extender_lines(pair, _stand_in(points, pair)))
     return lines + _target_lines(points)
 
 
@@ -480,7 +492,7 @@ def _e2e_lines(pair: _E2EPair) -> list[str]:
             f"scorer {ours:,.0f} pods/s, kube-scheduler {theirs:,.0f} pods/s ({_ratio(ours, theirs)})."]
 
 
-def _extender_lines(pair: _E2EPair) -> list[str]:
+def _extender_lines(pair: _E2EPair, stand_in: dict[str, Any] | None = None) -> list[str]:
     extended, alone = (_figure(point, "throughput", "pods_per_second") for point in (pair.measured, pair.kube))
     if extended is None or alone is None or alone <= 0:
         return []
@@ -490,6 +502,10 @@ def _extender_lines(pair: _E2EPair) -> list[str]:
     filter_ms, prioritize_ms = (_extender(pair.measured, "mean_ms", verb) for verb in ("filter", "prioritize"))
     if filter_ms is not None and prioritize_ms is not None:
         line += f"; scorer answered filter in {filter_ms:.2f} ms and prioritize in {prioritize_ms:.2f} ms on average"
+    null = _figure(stand_in, "throughput", "pods_per_second")
+    if null is not None:
+        line += (f"; with the stand-in extender, which answers at once, {null:,.0f} pods/s ({null / alone:.0%}): "
+                 "the extender protocol's own cost on this machine")
     return [line + "."]
 
 
@@ -592,6 +608,11 @@ def _extender_targets(points: list[dict[str, Any]]) -> list[str]:
             lines.append(f"target: {target.text}: not measured (kube-scheduler alone: {alone['error']})")
         elif theirs is not None and theirs > 0:
             lines += _check(target, point, _share_of(theirs))
+            null = _figure(_stand_in(points, _E2EPair(point["workload"], point["nodes"], 0, point, alone)),
+                           "throughput", "pods_per_second")
+            if null is not None:  # what any extender can reach on this machine
+                lines.append(f"  beside it, the stand-in extender (no work, two HTTP round trips per pod): "
+                             f"{null / theirs:.0%} of kube-scheduler alone")
     return lines
 
 

@@ -1,0 +1,81 @@
+"""A stand-in HTTP extender that does no work: the extender protocol's own cost, measured beside scorer's.
+
+``python -m scorer.bench.standin PORT`` serves, on 127.0.0.1, what the bench
+reads from scorer as kube-scheduler's extender: ``POST /scheduler/filter``
+(every node passes), ``POST /scheduler/prioritize`` (every node scores 0),
+``GET /readyz`` and ``GET /metrics`` (scorer's extender metrics). It parses each
+request's JSON and writes a real answer, but decodes no Pod and runs no plugin:
+a ``kube-scheduler+stand-in`` point is what kube-scheduler pays for two HTTP
+round trips per pod to a second process on the same machine, the ceiling of any
+extender there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE, ExtenderMetrics
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
+def node_names(body: bytes) -> list[str]:
+    """The request's ``NodeNames`` (kube-scheduler writes the Go field names), [] when absent or not JSON."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return []
+    names = obj.get("NodeNames") if isinstance(obj, dict) else None
+    return names if isinstance(names, list) else []
+
+
+def answer(verb: str, names: list[str]) -> bytes:
+    if verb == FILTER:
+        return orjson.dumps({"Nodes": None, "NodeNames": names, "FailedNodes": {},
+                             "FailedAndUnresolvableNodes": {}, "Error": ""})
+    return orjson.dumps([{"Host": name, "Score": 0} for name in names])
+
+
+def app() -> web.Application:
+    registry = CollectorRegistry()
+    metrics = ExtenderMetrics(registry)
+
+    def verb_handler(verb: str) -> Handler:
+        async def serve(request: web.Request) -> web.Response:
+            start = time.perf_counter()
+            body = answer(verb, node_names(await request.read()))
+            metrics.observe(verb, "success", time.perf_counter() - start)
+            return web.Response(body=body, content_type="application/json")
+        return serve
+
+    async def readyz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def metrics_text(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    application = web.Application(client_max_size=64 << 20)
+    for verb in (FILTER, PRIORITIZE):
+        application.router.add_post(f"{DEFAULT_PREFIX}/{verb}", verb_handler(verb))
+    application.router.add_get("/readyz", readyz)
+    application.router.add_get("/metrics", metrics_text)
+    return application
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1 or not args[0].isdigit() or not 0 < int(args[0]) < 65536:
+        print("usage: python -m scorer.bench.standin PORT (1-65535)", file=sys.stderr)
+        return 2
+    web.run_app(app(), host="127.0.0.1", port=int(args[0]), print=None, handle_signals=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
