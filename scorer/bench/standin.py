@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE, ExtenderMetrics
+from scorer.metrics import SchedulerMetrics
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 
@@ -43,7 +44,7 @@ def answer(verb: str, names: list[str]) -> bytes:
 
 
 def app() -> web.Application:
-    registry = CollectorRegistry()
+    registry = SchedulerMetrics().registry  # (the one place a registry is made; only its extender families count)
     metrics = ExtenderMetrics(registry)
 
     def verb_handler(verb: str) -> Handler:
