@@ -71,3 +71,27 @@ def control_plane(tmp_path_factory):
 
     with ControlPlane(tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
+
+
+# --- scorer bench with no point measured --------------------------------------------------------------
+
+
+@pytest.fixture
+def e2e_calls(monkeypatch):
+    """``scorer bench`` with every point unmeasured: end-to-end points are recorded here as
+    ``(setup, spec, keyword arguments)`` and fail "not measured in this test"; in-process points fail
+    "skipped in this test"."""
+    from scorer.bench import command, e2e
+    from scorer.bench.runner import error_point
+
+    calls = []
+
+    def fake_point(setup, spec, **kw):
+        calls.append((setup, spec, kw))
+        return error_point(spec, "default", "not measured in this test")
+
+    monkeypatch.setattr(e2e, "e2e_available", lambda: None)
+    monkeypatch.setattr(e2e, "run_e2e_point", fake_point)
+    monkeypatch.setattr(command, "run_point_isolated",
+                        lambda source, spec, **kw: error_point(spec, kw["profile"], "skipped in this test"))
+    return calls

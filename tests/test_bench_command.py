@@ -13,7 +13,6 @@ import pytest
 
 from scorer.bench import command, e2e, plots, report
 from scorer.bench.command import BenchOptions
-from scorer.bench.runner import error_point
 from scorer.bench.spec import PointSpec
 from scorer.cli import main
 
@@ -112,22 +111,13 @@ def test_the_plan_caps_e2e_and_applies_config(tmp_path: Path) -> None:
     assert command.plan_e2e([metrics], options) == []  # its generated metrics snapshot exists in process only
 
 
-def test_e2e_runs_both_schedulers_through_the_e2e_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_e2e_runs_both_schedulers_through_the_e2e_module(tmp_path: Path, e2e_calls: list[tuple[Any, PointSpec, Any]],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    calls: list[PointSpec] = []
-
-    def fake_point(setup: Any, spec: PointSpec, **kw: Any) -> dict[str, Any]:
-        calls.append(spec)
-        assert len(setup.nodes) == spec.nodes and kw["qps"] == 5000
-        return error_point(spec, "default", "not measured in this test")
-
-    monkeypatch.setattr(e2e, "e2e_available", lambda: None)
-    monkeypatch.setattr(e2e, "run_e2e_point", fake_point)
-    monkeypatch.setattr(command, "run_point_isolated",
-                        lambda source, spec, **kw: error_point(spec, kw["profile"], "skipped in this test"))
     code = main(["bench", "--e2e", "--only", "plain", "--nodes", "10", "--pods", "3", "--out", str(tmp_path)])
     assert code == 0, capsys.readouterr().err
-    assert [(s.mode, s.scheduler, s.nodes) for s in calls] == [("e2e", "scorer", 10), ("e2e", "kube-scheduler", 10)]
+    assert [(s.mode, s.scheduler, s.nodes) for _, s, _ in e2e_calls] == [("e2e", "scorer", 10),
+                                                                          ("e2e", "kube-scheduler", 10)]
+    assert all(len(setup.nodes) == spec.nodes and kw["qps"] == 5000 for setup, spec, kw in e2e_calls)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["config"]["e2e"] is True and result["versions"]["kube_scheduler"] == "v1.20.2"
     assert "failed: not measured in this test" in capsys.readouterr().err

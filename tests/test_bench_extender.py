@@ -22,7 +22,6 @@ from scorer.bench import command, e2e, report, standin
 from scorer.bench.clusters import build_setup
 from scorer.bench.command import BenchOptions
 from scorer.bench.controlplane import KubeBinaries
-from scorer.bench.runner import error_point
 from scorer.bench.spec import PointSpec, Setup
 from scorer.bench.workloads import Workload, load_workloads
 from scorer.cli import main
@@ -96,24 +95,15 @@ def test_an_extender_workload_needs_a_metric_driven_profile(tmp_path: Path) -> N
         load_workloads(path)
 
 
-def test_bench_e2e_runs_the_extender_jobs_with_the_generated_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    calls: list[tuple[PointSpec, Setup]] = []
-
-    def fake_point(setup: Setup, spec: PointSpec, **kw: Any) -> dict[str, Any]:
-        calls.append((spec, setup))
-        return error_point(spec, "default", "not measured in this test")
-
-    monkeypatch.setattr(e2e, "e2e_available", lambda: None)
-    monkeypatch.setattr(e2e, "run_e2e_point", fake_point)
-    monkeypatch.setattr(command, "run_point_isolated",
-                        lambda source, spec, **kw: error_point(spec, kw["profile"], "skipped in this test"))
+def test_bench_e2e_runs_the_extender_jobs_with_the_generated_snapshot(
+        tmp_path: Path, e2e_calls: list[tuple[Setup, PointSpec, dict[str, Any]]],
+        capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["bench", "--e2e", "--only", "extender", "--nodes", "10,20", "--pods", "3", "--out", str(tmp_path)])
     assert code == 0, capsys.readouterr().err
-    assert [(s.scheduler, s.nodes) for s, _ in calls] == [
+    assert [(s.scheduler, s.nodes) for _, s, _ in e2e_calls] == [
         (scheduler, nodes) for nodes in (10, 20)
         for scheduler in ("kube-scheduler", "kube-scheduler+stand-in", "kube-scheduler+scorer")]
-    for spec, setup in calls:
+    for setup, spec, _ in e2e_calls:
         assert len(setup.nodes) == spec.nodes and len(setup.measured) == 3
         assert setup.metrics is not None and set(setup.metrics.metrics["cpu_utilization"]) == {
             node["metadata"]["name"] for node in setup.nodes}

@@ -321,10 +321,12 @@ def _extender(point: dict[str, Any], key: str, verb: str) -> float | None:
     return _figure(section, key, verb) if isinstance(section, dict) else None
 
 
-def _stand_in(points: list[dict[str, Any]], pair: _E2EPair) -> dict[str, Any] | None:
-    """The stand-in extender's point beside ``pair`` (same workload, size and percentage), if it ran well."""
+def _stand_in(points: list[dict[str, Any]], beside: dict[str, Any]) -> dict[str, Any] | None:
+    """The stand-in extender's point beside the point ``beside`` (same workload, size and percentage), if it
+    ran well."""
+    key = ("e2e", STAND_IN, beside["workload"], beside["nodes"], beside["percentage"])
     return next((p for p in _ok(points) if (p["mode"], p["scheduler"], p["workload"], p["nodes"], p["percentage"])
-                 == ("e2e", STAND_IN, pair.workload, pair.nodes, pair.percentage)), None)
+                 == key), None)
 
 
 def _extender_table(points: list[dict[str, Any]]) -> list[str]:
@@ -333,7 +335,7 @@ def _extender_table(points: list[dict[str, Any]]) -> list[str]:
         extended, alone = pair.measured, pair.kube
         scorer = extended["extender"] if isinstance(extended.get("extender"), dict) else {}
         pods_x, pods_k = (_figure(p, "throughput", "pods_per_second") for p in (extended, alone))
-        pods_null = _figure(_stand_in(points, pair), "throughput", "pods_per_second")
+        pods_null = _figure(_stand_in(points, pair.measured), "throughput", "pods_per_second")
         rows.append([pair.workload, f"{pair.nodes:,}", _pct(pair.percentage),
                      _whole(pods_x), _whole(pods_k), _ratio(pods_x, pods_k), _whole(pods_null),
                      _ratio(pods_null, pods_k),
@@ -371,7 +373,7 @@ def summary(result: dict[str, Any]) -> list[str]:
     for pair in _e2e_pairs(points):
         lines.extend(_e2e_lines(pair))
     for pair in _e2e_pairs(points, EXTENDER):
-        lines.extend(_extender_lines(pair, _stand_in(points, pair)))
+        lines.extend(_extender_lines(pair, _stand_in(points, pair.measured)))
     return lines + _target_lines(points)
 
 
@@ -608,8 +610,7 @@ def _extender_targets(points: list[dict[str, Any]]) -> list[str]:
             lines.append(f"target: {target.text}: not measured (kube-scheduler alone: {alone['error']})")
         elif theirs is not None and theirs > 0:
             lines += _check(target, point, _share_of(theirs))
-            null = _figure(_stand_in(points, _E2EPair(point["workload"], point["nodes"], 0, point, alone)),
-                           "throughput", "pods_per_second")
+            null = _figure(_stand_in(points, point), "throughput", "pods_per_second")
             if null is not None:  # what any extender can reach on this machine
                 lines.append(f"  beside it, the stand-in extender (no work, two HTTP round trips per pod): "
                              f"{null / theirs:.0%} of kube-scheduler alone")
