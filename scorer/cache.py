@@ -15,8 +15,10 @@ import numpy as np
 
 from scorer.errors import ScorerError
 from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
+from scorer.model.storage import StorageObject
 from scorer.state.nodetable import BASE_RESOURCES, PODS, NodeTable
 from scorer.state.podindex import PodIndex
+from scorer.state.volumes import VolumeObjects
 from scorer.state.workloads import Workloads
 
 __all__ = ["BASE_RESOURCES", "PODS", "CacheError", "ClusterCache", "NodeTable"]
@@ -59,6 +61,9 @@ class ClusterCache:
         self.pod_index = PodIndex(self.table, self.pod_node)
         # Owners (default spreading) and PodDisruptionBudgets (preemption).
         self.workloads = Workloads()
+        # PVs, PVCs, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities (volume plugins),
+        # with VolumeBinding's assumed PVs and PVCs.
+        self.volumes = VolumeObjects()
         self.assumed: set[str] = set()
         # Pods whose node is not in the table (seen before it, or it was deleted), by node name.
         self._waiting: dict[str, dict[str, Pod]] = {}
@@ -224,6 +229,13 @@ class ClusterCache:
 
     def remove_workload(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
         self.workloads.remove(obj)
+
+    def add_storage(self, obj: StorageObject) -> None:
+        """Add or replace a PV, PVC, StorageClass, CSINode, CSIDriver or CSIStorageCapacity."""
+        self.volumes.add(obj)
+
+    def remove_storage(self, obj: StorageObject) -> None:
+        self.volumes.remove(obj)
 
     def sizes(self) -> dict[str, int]:
         """For ``scheduler_cache_size{type}``."""

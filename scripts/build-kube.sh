@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kube-scheduler v1.20.2 from Debian's `kubernetes` source package, with Debian's
-# Go: kube-apiserver for the tests that run a real API server (scorer/bench/controlplane.py, tests/kubekit.py),
-# kube-scheduler for the end-to-end bench's side-by-side points and its smoke test (scorer/bench/e2e.py).
+# Builds kube-apiserver, kube-scheduler and kube-controller-manager v1.20.2 from Debian's `kubernetes` source
+# package, with Debian's Go: kube-apiserver for the tests that run a real API server (scorer/bench/controlplane.py,
+# tests/kubekit.py), kube-scheduler for the end-to-end bench's side-by-side points and its smoke test
+# (scorer/bench/e2e.py), kube-controller-manager for the volume tests, which run only its PersistentVolume binder
+# controller (`--controllers=persistentvolume-binder`, tests/kubekit.py).
 # Also installs etcd-server and openssl.
 #
 # The binaries go to a cache outside the repository, ${SCORER_KUBE_CACHE:-$HOME/.cache/scorer/kube-1.20.2}/bin,
@@ -21,7 +23,7 @@ if [ $# -gt 0 ]; then
     say "unknown argument '$1' (usage: build-kube.sh)"
     exit 2
 fi
-targets=(kube-apiserver kube-scheduler)
+targets=(kube-apiserver kube-scheduler kube-controller-manager)
 missing=()
 for target in "${targets[@]}"; do
     [ -x "$BIN/$target" ] || missing+=("$target")

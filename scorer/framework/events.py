@@ -16,6 +16,12 @@ NAMESPACE = "Namespace"
 POD = "Pod"
 ASSIGNED_POD = "AssignedPod"  # a pod bound to a node
 UNSCHEDULABLE_POD = "UnschedulablePod"  # a pod in the unschedulable pool
+PERSISTENT_VOLUME = "PersistentVolume"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+STORAGE_CLASS = "StorageClass"
+CSI_NODE = "CSINode"
+CSI_DRIVER = "CSIDriver"
+CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
 
 # Event actions (kube's ActionType); the ``Update*`` ones are parts of ``Update``.
 ALL = "All"

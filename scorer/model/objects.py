@@ -56,6 +56,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
+    "Volume",
     "WeightedPodAffinityTerm",
     "untolerated_taints",
 ]
@@ -406,6 +407,38 @@ class Container:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class Volume:
+    """One entry of a pod's ``spec.volumes``.
+
+    ``source`` is the key of its volume source as written (``persistentVolumeClaim``,
+    ``ephemeral``, ``gcePersistentDisk``, ``awsElasticBlockStore``, ``iscsi``, ``rbd``,
+    ``azureDisk``, ``cinder``, ``csi``, ``configMap``, ``emptyDir`` ...; ``""`` when the entry
+    has none). Per source:
+
+    - ``persistentVolumeClaim``: ``claim_name`` = ``claimName``, ``read_only``;
+    - ``ephemeral``: ``claim_name`` = ``<pod name>-<volume name>``, the claim kube creates;
+    - ``gcePersistentDisk``: ``disk`` = ``pdName``; ``awsElasticBlockStore``: ``volumeID``;
+      ``iscsi``: ``iqn``; ``rbd``: ``image`` (with ``rbd_monitors`` and ``rbd_pool``, default
+      ``rbd``); ``azureDisk``: ``diskURI``; ``cinder``: ``volumeID``; each with ``read_only``;
+    - ``csi`` (inline CSI): ``driver``.
+    """
+
+    name: str
+    source: str = ""
+    claim_name: str = ""
+    read_only: bool = False
+    disk: str = ""
+    rbd_monitors: tuple[str, ...] = ()
+    rbd_pool: str = ""
+    driver: str = ""
+
+    @property
+    def is_claim(self) -> bool:
+        """A PersistentVolumeClaim or a generic ephemeral volume (both are claims)."""
+        return self.source in ("persistentVolumeClaim", "ephemeral")
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class Pod:
     """A pod, with its effective requests computed once at construction.
 
@@ -424,8 +457,9 @@ class Pod:
 
     ``pvc_claims`` names the PersistentVolumeClaims the pod's volumes use, in
     volume order: ``persistentVolumeClaim.claimName``, and for an ``ephemeral``
-    volume the claim kube creates for it, ``<pod name>-<volume name>``. Other
-    volume sources are not kept.
+    volume the claim kube creates for it, ``<pod name>-<volume name>``.
+    ``volumes`` holds every ``spec.volumes`` entry as the volume plugins read
+    it (``Volume``); built directly, a pod may give ``pvc_claims`` alone.
 
     ``preemption_policy`` is ``spec.preemptionPolicy`` (``PREEMPTION_POLICIES``);
     ``start_time`` is ``status.startTime`` (RFC 3339, empty when unset), which
@@ -448,6 +482,7 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     pvc_claims: tuple[str, ...] = ()
+    volumes: tuple[Volume, ...] = ()
     priority: int = 0
     preemption_policy: str = "PreemptLowerPriority"
     containers: tuple[Container, ...] = ()

@@ -1,0 +1,187 @@
+"""VolumeObjects: the storage objects the scheduler knows (the cache's ``volumes``).
+
+PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers
+and CSIStorageCapacities, as the cluster source delivered them, plus
+VolumeBinding's *assume cache* over PVs and PVCs (reference §10.6.6): an
+assumed copy of a PV (claimRef set at Reserve) or a PVC (selected-node set)
+shadows the delivered object for every reader (``pv``, ``pvc``,
+``pvs_of_class``) until it is restored (Unreserve, a failed write) or the
+source delivers a version at least as new. ``api_pv``/``api_pvc`` read the
+delivered objects alone (what PreBind's wait checks).
+
+``version`` grows with every change, for plugins that keep indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from scorer.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    StorageObject,
+)
+
+__all__ = ["AssumeError", "VolumeObjects", "resource_version_number"]
+
+
+class AssumeError(Exception):
+    """An assumed copy older than the object the cache holds (kube's assume cache refuses it)."""
+
+
+def resource_version_number(version: str) -> int:
+    """A resourceVersion as kube's assume cache compares them: an integer; "" (objects from
+    files) counts as 0. A version that is not an integer counts as 0 too."""
+    if not version:
+        return 0
+    try:
+        return int(version)
+    except ValueError:
+        return 0
+
+
+class VolumeObjects:
+    """Storage objects by key, and the assumed PVs and PVCs over them."""
+
+    def __init__(self) -> None:
+        self.pvs: dict[str, PersistentVolume] = {}
+        self.pvcs: dict[str, PersistentVolumeClaim] = {}  # by namespace/name
+        self.classes: dict[str, StorageClass] = {}
+        self.csi_nodes: dict[str, CSINode] = {}
+        self.csi_drivers: dict[str, CSIDriver] = {}
+        self.capacities: dict[str, CSIStorageCapacity] = {}  # by namespace/name
+        self._assumed_pvs: dict[str, PersistentVolume] = {}
+        self._assumed_pvcs: dict[str, PersistentVolumeClaim] = {}
+        # PV names by storage class, for static binding's candidates.
+        self._class_pvs: dict[str, set[str]] = {}
+        self.version = 0
+
+    def __len__(self) -> int:
+        return (len(self.pvs) + len(self.pvcs) + len(self.classes) + len(self.csi_nodes)
+                + len(self.csi_drivers) + len(self.capacities))
+
+    # -- delivered objects -----------------------------------------------------------
+    def add(self, obj: StorageObject) -> None:
+        """Add or replace an object (a newer delivered PV or PVC drops its assumed copy)."""
+        self.version += 1
+        if isinstance(obj, PersistentVolume):
+            old = self.pvs.get(obj.name)
+            if old is not None and old.storage_class != obj.storage_class:
+                self._class_pvs.get(old.storage_class, set()).discard(obj.name)
+            self.pvs[obj.name] = obj
+            self._class_pvs.setdefault(obj.storage_class, set()).add(obj.name)
+            assumed = self._assumed_pvs.get(obj.name)
+            if assumed is not None and _newer_or_same(obj.resource_version, assumed.resource_version):
+                del self._assumed_pvs[obj.name]
+        elif isinstance(obj, PersistentVolumeClaim):
+            self.pvcs[obj.key] = obj
+            assumed_claim = self._assumed_pvcs.get(obj.key)
+            if assumed_claim is not None and _newer_or_same(obj.resource_version, assumed_claim.resource_version):
+                del self._assumed_pvcs[obj.key]
+        elif isinstance(obj, StorageClass):
+            self.classes[obj.name] = obj
+        elif isinstance(obj, CSINode):
+            self.csi_nodes[obj.name] = obj
+        elif isinstance(obj, CSIDriver):
+            self.csi_drivers[obj.name] = obj
+        elif isinstance(obj, CSIStorageCapacity):
+            self.capacities[obj.key] = obj
+        else:  # pragma: no cover - the union is closed
+            raise TypeError(f"not a storage object: {obj!r}")
+
+    def remove(self, obj: StorageObject) -> None:
+        """Drop an object (and a PV's or PVC's assumed copy)."""
+        self.version += 1
+        if isinstance(obj, PersistentVolume):
+            old = self.pvs.pop(obj.name, None)
+            if old is not None:
+                self._class_pvs.get(old.storage_class, set()).discard(obj.name)
+            self._assumed_pvs.pop(obj.name, None)
+        elif isinstance(obj, PersistentVolumeClaim):
+            self.pvcs.pop(obj.key, None)
+            self._assumed_pvcs.pop(obj.key, None)
+        elif isinstance(obj, StorageClass):
+            self.classes.pop(obj.name, None)
+        elif isinstance(obj, CSINode):
+            self.csi_nodes.pop(obj.name, None)
+        elif isinstance(obj, CSIDriver):
+            self.csi_drivers.pop(obj.name, None)
+        elif isinstance(obj, CSIStorageCapacity):
+            self.capacities.pop(obj.key, None)
+
+    def api_pv(self, name: str) -> PersistentVolume | None:
+        """The PV as delivered (no assumed copy)."""
+        return self.pvs.get(name)
+
+    def api_pvc(self, key: str) -> PersistentVolumeClaim | None:
+        """The PVC ``namespace/name`` as delivered (no assumed copy)."""
+        return self.pvcs.get(key)
+
+    # -- reads through the assume cache -----------------------------------------------
+    def pv(self, name: str) -> PersistentVolume | None:
+        """The PV, its assumed copy if there is one."""
+        assumed = self._assumed_pvs.get(name)
+        return assumed if assumed is not None else self.pvs.get(name)
+
+    def pvc(self, key: str) -> PersistentVolumeClaim | None:
+        """The PVC ``namespace/name``, its assumed copy if there is one."""
+        assumed = self._assumed_pvcs.get(key)
+        return assumed if assumed is not None else self.pvcs.get(key)
+
+    def pvs_of_class(self, storage_class: str) -> list[PersistentVolume]:
+        """The PVs of ``storage_class`` (assumed copies where there are), in name order."""
+        return [self.pv(name) for name in sorted(self._class_pvs.get(storage_class, ()))]  # type: ignore[misc]
+
+    def iter_pvs(self) -> Iterator[PersistentVolume]:
+        for name in self.pvs:
+            pv = self.pv(name)
+            if pv is not None:
+                yield pv
+
+    # -- assume / restore -------------------------------------------------------------
+    def assume_pv(self, pv: PersistentVolume) -> None:
+        """Shadow the PV with ``pv`` until restored or superseded. Raises AssumeError if the
+        PV is unknown or ``pv`` is older than the copy held."""
+        current = self.pv(pv.name)
+        if current is None:
+            raise AssumeError(f'persistentvolume "{pv.name}" not found')
+        if not _newer_or_same(pv.resource_version, current.resource_version):
+            raise AssumeError(f'persistentvolume "{pv.name}" is out of sync with the cache (resourceVersion '
+                              f'{pv.resource_version} is older than {current.resource_version})')
+        self._assumed_pvs[pv.name] = pv
+        self.version += 1
+
+    def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
+        """Shadow the PVC with ``pvc``; AssumeError as ``assume_pv``."""
+        current = self.pvc(pvc.key)
+        if current is None:
+            raise AssumeError(f'persistentvolumeclaim "{pvc.name}" not found')
+        if not _newer_or_same(pvc.resource_version, current.resource_version):
+            raise AssumeError(f'persistentvolumeclaim "{pvc.name}" is out of sync with the cache '
+                              f'(resourceVersion {pvc.resource_version} is older than {current.resource_version})')
+        self._assumed_pvcs[pvc.key] = pvc
+        self.version += 1
+
+    def restore_pv(self, name: str) -> None:
+        """Drop the PV's assumed copy (idempotent)."""
+        if self._assumed_pvs.pop(name, None) is not None:
+            self.version += 1
+
+    def restore_pvc(self, key: str) -> None:
+        """Drop the PVC's assumed copy (idempotent)."""
+        if self._assumed_pvcs.pop(key, None) is not None:
+            self.version += 1
+
+    def is_assumed_pv(self, name: str) -> bool:
+        return name in self._assumed_pvs
+
+    def is_assumed_pvc(self, key: str) -> bool:
+        return key in self._assumed_pvcs
+
+
+def _newer_or_same(new: str, old: str) -> bool:
+    return resource_version_number(new) >= resource_version_number(old)
