@@ -233,7 +233,7 @@ def kube(nodes, pods, incoming, hard_weight=1, ignore_preferred=False):
 
 
 def normalize(raw):
-    low, high = min(0, *raw.values()), max(0, *raw.values())
+    low, high = min(raw.values()), max(raw.values())  # over the scored nodes (reference §3.11)
     return {n: int(100.0 * ((v - low) / (high - low))) if high > low else 0 for n, v in raw.items()}
 
 

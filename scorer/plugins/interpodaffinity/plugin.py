@@ -32,9 +32,10 @@ Score (PreScore builds ``score[(k, v)]``, summed over existing pods P on nodes w
 * P's required affinity term matched by the incoming pod: ``+hardPodAffinityWeight`` (if > 0);
 * P's preferred affinity term matched by the incoming pod: ``+weight``; anti: ``-weight``.
 
-``raw(node) = Σ_k score[(k, node's value of k)]``. Normalize (kube's, min and
-max starting at 0): ``min = min(0, raws)``, ``max = max(0, raws)``,
-``score = int(100 × (raw − min) / (max − min))`` when ``max > min``, else 0.
+``raw(node) = Σ_k score[(k, node's value of k)]``. Normalize (current kube's,
+reference §3.11): ``min``/``max`` over the scored nodes' raws (kube <= 1.2x
+anchored both at 0), ``score = int(100 × (raw − min) / (max − min))`` when
+``max > min``, else 0: raws 10 and 5 give 100 and 0.
 PreScore returns Skip when nothing contributed, or with
 ``ignorePreferredTermsOfExistingPods`` when the incoming pod has no preferred
 terms (kube >= 1.26 skips the whole score then, existing pods' required
@@ -386,8 +387,10 @@ class InterPodAffinity:
         pre = _pre_score_state(state)
         if pre is not None and not pre.scores:
             return None
-        low = min(0, int(scores.min())) if len(scores) else 0
-        high = max(0, int(scores.max())) if len(scores) else 0
+        # min and max over the scored nodes, not anchored at 0 (kube >= 1.2x; reference §3.11:
+        # raws 10 and 5 normalize to 100 and 0).
+        low = int(scores.min()) if len(scores) else 0
+        high = int(scores.max()) if len(scores) else 0
         if high <= low:
             return np.zeros(len(scores), dtype=np.int64)
         # float64 in kube's order: 100 * ((raw - min) / (max - min)), truncated.
