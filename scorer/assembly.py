@@ -22,7 +22,6 @@ from scorer.cycle import CycleReport
 from scorer.eventhandlers import EventHandlers
 from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
-from scorer.framework.unsupported import requeue_events
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.queue import SchedulingQueue
@@ -67,16 +66,14 @@ def build_frameworks(
 
 
 def plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEvent]]:
-    """Cluster events each plugin wants to requeue pods on (its ``events_to_register``), and for the
-    default plugins scorer does not implement (``scorer.framework.unsupported``), only the pod's own
-    update: no cluster event can make such a pod placeable."""
+    """Cluster events each plugin wants to requeue pods on (its ``events_to_register``)."""
     events: dict[str, list[ClusterEvent]] = {}
     for fwk in frameworks.values():
         for name, plugin in fwk.plugins.items():
             register = getattr(plugin, "events_to_register", None)
             if register is not None and name not in events:
                 events[name] = list(register())
-    return {**requeue_events(frameworks.values()), **events}
+    return events
 
 
 def assemble(

@@ -111,6 +111,7 @@ class BindingCycle:
             await slots.acquire()
         try:
             status = await fwk.run_pre_bind(state, pod, node)
+            pre_bind_failed = not status.is_success()
             if status.is_success():
                 status = await fwk.run_bind(state, pod, node)
                 if status.is_skip():
@@ -119,7 +120,7 @@ class BindingCycle:
                     self.metrics.observe_bind(BIND_BOUND if status.is_success() else
                                               BIND_CONFLICT if is_bind_conflict(status) else BIND_ERROR)
             if not status.is_success():
-                return self._failed(attempt, status)
+                return self._failed(attempt, status, bind=not pre_bind_failed)
             attempt.bound = True
             self.queue.done(pod.key)
             self.recorder.record(pod, "Normal", "Scheduled", "Binding",
@@ -136,7 +137,9 @@ class BindingCycle:
             self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
         return True
 
-    def _failed(self, attempt: Attempt, status: Status) -> bool:
+    def _failed(self, attempt: Attempt, status: Status, *, bind: bool = False) -> bool:
+        """Undo the assumption and requeue; ``bind``: the failure is the Bind step's (kube's message then
+        starts ``binding rejected: ``; a PreBind error keeps the ``running PreBind plugin`` message)."""
         fwk, pod, node = attempt.framework, attempt.pod, attempt.node
         fwk.run_unreserve(attempt.state, pod, node)
         self.cache.forget(pod)
@@ -155,7 +158,7 @@ class BindingCycle:
         # The forgotten pod freed its node's resources: other pods may fit there now.
         self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
         message = status.message() or "binding failed"
-        error = Status(Code.ERROR, (f"binding rejected: {message}",), status.plugin)
+        error = Status(Code.ERROR, (f"binding rejected: {message}" if bind else message,), status.plugin)
         self.cycle.fail(attempt.qpi, fwk, attempt.result, error, attempt.started)
         return False
 
@@ -178,7 +181,7 @@ class BindingCycle:
             self.queue.done(attempt.pod.key)  # the pod is bound; the cluster source confirms it
             return
         attempt.framework.handle.waiting_pods.pop(attempt.pod.key, None)
-        self._failed(attempt, Status.error(f"{type(exc).__name__}: {exc}"))
+        self._failed(attempt, Status.error(f"{type(exc).__name__}: {exc}"), bind=True)
 
     def abandon(self, attempt: Attempt) -> None:
         """The binding task was cancelled (the scheduler is stopping): undo and requeue.

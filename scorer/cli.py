@@ -186,7 +186,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _json({
             "placements": [
                 {"pod": p.pod, "profile": p.profile, "node": p.node, "score": p.score,
-                 "decidedBy": p.decided_by, "attempts": p.attempts, "message": p.message}
+                 "decidedBy": p.decided_by, "attempts": p.attempts, "message": p.message,
+                 **({"volumes": dict(p.volumes)} if p.volumes else {})}
                 for p in report.placements
             ],
             "summary": {"nodes": report.nodes, "pods": len(report.placements), "placed": report.placed,
@@ -197,6 +198,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     rows = [("POD", "NODE", "SCORE", "WHY")]
     for p in report.placements:
         why = p.decided_by if p.node else p.message
+        if p.volumes:
+            why += "; volumes: " + ", ".join(f"{claim}->{volume or '(unbound)'}" for claim, volume in p.volumes)
         rows.append((p.pod, p.node or "-", "" if p.score is None else str(p.score), why))
     _table(rows, right=(2,))
     _out()

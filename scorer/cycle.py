@@ -287,11 +287,7 @@ class ScheduleAlgorithm:
 
     def _no_fit(self, fwk: Framework, state: CycleState, result: ScheduleResult) -> ScheduleResult:
         post_msg = ""
-        pre_filter = result.pre_filter_status
-        # A pod refused because a plugin it needs is not in the profile (``unsupported``): no
-        # preemption can help it, and its message stays about the missing plugin.
-        refused = pre_filter is not None and pre_filter.plugin not in fwk.plugins
-        if fwk.points.get("postFilter") and not refused:
+        if fwk.points.get("postFilter"):
             node, status = fwk.run_post_filter(state, result.pod, result.statuses_view(self.cache.table))
             if status.code == Code.ERROR:
                 return result._error(status, "PostFilter")

@@ -64,5 +64,15 @@ class BindConflict(ScorerError):
     """
 
 
+class UpdateConflict(ScorerError):
+    """The cluster refused an update for good: the object is gone, or it changed since it was
+    read (its resourceVersion precondition failed: the API's 404 or 409).
+
+    Raised by a ``VolumeWriter`` (``scorer.cluster.interface``) for a PersistentVolume or
+    PersistentVolumeClaim; the caller re-reads the object (from its cache) rather than retrying
+    the same write. Other exceptions mean failures worth retrying.
+    """
+
+
 class PluginError(ScorerError):
     """A plugin that cannot be registered or built (duplicate name, bad factory)."""

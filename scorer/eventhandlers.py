@@ -29,6 +29,12 @@ and the queue's ClusterEvents (kube-scheduler's eventhandlers.go).
   default one) and on nothing for the others; later releases watch a kind
   only for the plugins that register its events, and no default plugin
   registers these, so a change of them requeues nothing.
+* Storage objects (PersistentVolumes, PersistentVolumeClaims, StorageClasses,
+  CSINodes, CSIDrivers, CSIStorageCapacities): kept in the cache
+  (``cache.volumes``, which also drops VolumeBinding's assumed copy of a PV or
+  PVC once a version at least as new arrives) for the volume plugins; each
+  change is ``<Kind>Add``/``<Kind>Update``/``<Kind>Delete`` (``PersistentVolumeAdd``,
+  ``CSINodeUpdate``...), which moves the pods whose rejecting plugins registered it.
 
 A deleted pod waiting at Permit is rejected, so its binding cycle ends.
 A change the cache cannot count (``CacheError``: a node total would overflow)
@@ -45,7 +51,12 @@ import attrs
 
 from scorer.cache import CacheError, ClusterCache
 from scorer.framework.events import (
+    ADD,
     ASSIGNED_POD,
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    DELETE,
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NAMESPACE_ADD,
@@ -54,6 +65,9 @@ from scorer.framework.events import (
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
     NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
     UNSCHEDULABLE_POD,
     UPDATE,
     UPDATE_NODE_ALLOCATABLE,
@@ -69,9 +83,28 @@ from scorer.framework.events import (
 )
 from scorer.framework.runtime import Framework
 from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
+from scorer.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    StorageObject,
+)
 from scorer.queue import SchedulingQueue
 
 log = logging.getLogger("scorer.eventhandlers")
+
+# The event resource of each storage kind.
+STORAGE_RESOURCES: dict[type, str] = {
+    PersistentVolume: PERSISTENT_VOLUME,
+    PersistentVolumeClaim: PERSISTENT_VOLUME_CLAIM,
+    StorageClass: STORAGE_CLASS,
+    CSINode: CSI_NODE,
+    CSIDriver: CSI_DRIVER,
+    CSIStorageCapacity: CSI_STORAGE_CAPACITY,
+}
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
     """kube's nodeSchedulingPropertiesChange: one event per changed property, in kube's order."""
@@ -221,6 +254,24 @@ class EventHandlers:
 
     def on_workload_delete(self, obj: SelectorOwner | PodDisruptionBudget) -> None:
         self.cache.remove_workload(obj)
+
+    # -- storage -------------------------------------------------------------------
+    def on_storage_add(self, obj: StorageObject) -> None:
+        self._storage_change(self.cache.add_storage, obj, ADD)
+
+    def on_storage_update(self, old: StorageObject, new: StorageObject) -> None:
+        self._storage_change(self.cache.add_storage, new, UPDATE)  # replaces ``old`` (same kind and key)
+
+    def on_storage_delete(self, obj: StorageObject) -> None:
+        self._storage_change(self.cache.remove_storage, obj, DELETE)
+
+    def _storage_change(self, change: Callable[[StorageObject], None], obj: StorageObject, action: str) -> None:
+        resource = STORAGE_RESOURCES.get(type(obj))
+        if resource is None:
+            log.error("not a storage object, ignored: %r", obj)
+            return
+        change(obj)
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action))
 
     # -- internals -----------------------------------------------------------------
     def _responsible(self, pod: Pod) -> bool:

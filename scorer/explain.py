@@ -23,6 +23,7 @@ from scorer.framework import NodeBatch, Status
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework
 from scorer.model import LoadedObjects, Pod, load_file
+from scorer.plugins.volumebinding import volume_decisions
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 
@@ -43,6 +44,7 @@ def pod_from_manifest(path: str) -> Pod:
     objects = load_file(path)
     found = [f"Pod {p.key}" for p in objects.pods] + [f"Node {n.name}" for n in objects.nodes]
     found += [f"Namespace {ns.name}" for ns in objects.namespaces] + list(objects.skipped)
+    found += [f"{type(obj).__name__} {obj.key}" for obj in objects.storage]
     for workload in getattr(objects, "workloads", ()):  # owner objects and budgets, once decoded
         found.append(f"{getattr(workload, 'kind', type(workload).__name__)} {workload.namespace}/{workload.name}")
     if len(objects.others) > len(objects.skipped):  # MetricsSnapshot documents are not listed as skipped
@@ -83,6 +85,11 @@ def explain_pod(
                                                        "inFlightPods", "policy"}}}},
          "selected": "<node>" | null, "message": "<FitError text or empty>"}
 
+    plus, for a pod with PersistentVolumeClaims that VolumeBinding placed,
+    ``"volumes": {"<claim>": "bound to PersistentVolume <pv>" | "binds
+    PersistentVolume <pv>" | "provisioned on <node>"}`` for the selected node
+    (a claim that fails shows in the nodes' filter reasons instead).
+
     ``metrics`` (empty without metric-driven plugins) shows, per node, what
     each metric-driven plugin of the profile read: the value (null: none),
     its age in seconds, its state (fresh, stale, missing, warming-up), the
@@ -120,7 +127,8 @@ def explain_pod(
     metrics = metrics_by_node(asm.sources, fwk, NodeBatch(table, table.rows()))
     # score_all: a lone feasible node is scored too (kube-scheduler, and a real cycle, skip scoring
     # then), so the explanation shows every plugin's scores; the chosen node is the same.
-    result = asm.scheduler.schedule_pod(fwk, CycleState(), pod, evaluate_all=True, score_all=True)
+    state = CycleState()
+    result = asm.scheduler.schedule_pod(fwk, state, pod, evaluate_all=True, score_all=True)
     statuses = result.node_statuses(table)
     feasible_names = {table.names[int(r)] for r in result.feasible_rows}
     scores_by_node: dict[str, dict[str, dict[str, int]]] = {}
@@ -154,6 +162,9 @@ def explain_pod(
         "selected": result.selected,
         "message": message,
     }
+    volumes = volume_decisions(state, result.selected) if result.selected is not None else {}
+    if volumes:
+        out["volumes"] = volumes
     if result.selected is None and result.nominated:
         # What PostFilter (preemption) would do; nothing is deleted: the recorder is never flushed.
         out["preemption"] = {"nominatedNode": result.nominated, "victims": [v.key for v in result.victims]}
@@ -204,6 +215,8 @@ def format_table(explanation: dict[str, Any]) -> str:
         lines.append(f"selected: {explanation['selected']}  (* marks it; cells are normalized x weight)")
     else:
         lines.append(f"unschedulable: {explanation['message']}")
+    for claim, decision in (explanation.get("volumes") or {}).items():
+        lines.append(f"claim {claim}: {decision}")
     if preemption := explanation.get("preemption"):
         lines.append(f"preemption would nominate node {preemption['nominatedNode']} and delete "
                      f"{', '.join(preemption['victims'])}")

@@ -34,10 +34,14 @@ from scorer.plugins import (
     nodename,
     nodeports,
     nodeunschedulable,
+    nodevolumelimits,
     podtopologyspread,
     queuesort,
     schedulinggates,
     tainttoleration,
+    volumebinding,
+    volumerestrictions,
+    volumezone,
 )
 from scorer.plugins.noderesources import balanced_allocation, fit
 
@@ -66,6 +70,10 @@ BUILTIN_PLUGINS = (
     nodeaffinity,
     nodeports,
     fit,
+    volumerestrictions,
+    nodevolumelimits,
+    volumebinding,
+    volumezone,
     podtopologyspread,
     interpodaffinity,
     defaultpreemption,

@@ -30,7 +30,7 @@ import yaml
 from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.cluster.memory import InMemoryCluster
 from scorer.cycle import SCHEDULED, SKIPPED, CycleReport, ScheduleResult
-from scorer.model import LoadedObjects, load_file, load_objects
+from scorer.model import LoadedObjects, Pod, load_file, load_objects
 from scorer.registry import PluginRegistry
 from scorer.sources import MetricsSnapshot, snapshot_from_documents
 from scorer.state import NodeTable
@@ -62,6 +62,7 @@ class Placement:
     message: str = ""
     preempted: tuple[str, ...] = ()  # pods this pod's preemption deleted
     nominated: str | None = None  # the node preemption nominated it to
+    volumes: tuple[tuple[str, str], ...] = ()  # (claim, the PersistentVolume it is bound to) of a placed pod
 
 
 @attrs.define(slots=True)
@@ -244,6 +245,7 @@ def simulate(
                 decided = preempted_on if decided == f"nominated node {extra['nominated']}" else \
                     f"{decided}; {preempted_on}"
             placements.append(Placement(key, report.profile, report.node, score, decided, n,
+                                        volumes=claimed_volumes(cluster, report.pod),
                                         **extra))  # type: ignore[arg-type]
         else:
             if report.outcome == "error":
@@ -258,6 +260,16 @@ def simulate(
                      f"scheduled: {', '.join(terminal)}",)
     return SimulationReport(placements, len(cache.table), placed, unschedulable, errors, ignored,
                             cycle_seconds, warnings, cluster)
+
+
+def claimed_volumes(cluster: InMemoryCluster, pod: Pod) -> tuple[tuple[str, str], ...]:
+    """(claim, PersistentVolume) of each of ``pod``'s claims, as the in-memory PersistentVolume controller
+    left them once the pod was bound ("" for a claim still unbound)."""
+    out = []
+    for name in pod.pvc_claims:
+        claim = cluster.pvc(f"{pod.namespace}/{name}")
+        out.append((name, claim.volume_name if claim is not None else ""))
+    return tuple(out)
 
 
 def load_cluster(path: str | None) -> LoadedObjects:

@@ -10,6 +10,16 @@
 End to end, ``schedule_pending(asm.scheduler)`` schedules the pending pods of
 an assembly (``scorer.assembly.assemble``) whose cluster was started.
 
+For the volume plugins: ``make_pv``, ``make_pvc``, ``make_storage_class`` and
+``make_csinode`` build storage objects, ``make_pod(volumes=...)`` a pod using
+them, and ``make_cache(..., storage=...)`` puts them in the cache a plugin
+reads through its handle::
+
+    cache = make_cache(nodes, storage=[make_storage_class("local"), make_pvc("data", storage_class="local")])
+    plugin = MyVolumePlugin(args, make_handle(cache=cache))
+    pod = make_pod("p", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    result = run_plugin(plugin, pod, nodes)
+
 Builders go through the same parser as real manifests (``scorer.model``),
 so what a test builds is what scorer would read from the API.
 """
@@ -27,7 +37,16 @@ from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
-from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict
+from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict, storage_from_dict
+from scorer.model.storage import (
+    IMMEDIATE,
+    NO_PROVISIONER,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    StorageObject,
+)
 from scorer.scheduler import ScheduleOneResult, Scheduler
 from scorer.sources import MetricsSnapshot, SourceHub
 
@@ -37,8 +56,12 @@ __all__ = [
     "make_cache",
     "make_handle",
     "make_source_hub",
+    "make_csinode",
     "make_node",
     "make_pod",
+    "make_pv",
+    "make_pvc",
+    "make_storage_class",
     "plugin_config",
     "run_plugin",
 ]
@@ -85,10 +108,13 @@ def make_pod(
     scheduler_name: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     affinity: Mapping[str, Any] | None = None,
+    volumes: Iterable[Mapping[str, Any]] = (),
     spec: Mapping[str, Any] | None = None,
 ) -> Pod:
     """A Pod with one container requesting ``cpu``/``memory`` (and ``requests``).
 
+    ``volumes`` are ``spec.volumes`` entries as in a manifest
+    (``{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}``).
     ``spec`` is merged last, for anything the keywords do not cover
     (init containers, overhead, topology spread constraints ...).
     """
@@ -112,6 +138,8 @@ def make_pod(
         pod_spec["nodeSelector"] = dict(node_selector)
     if affinity:
         pod_spec["affinity"] = dict(affinity)
+    if volumes:
+        pod_spec["volumes"] = [dict(v) for v in volumes]
     pod_spec.update(spec or {})
     obj = {
         "apiVersion": "v1",
@@ -123,10 +151,166 @@ def make_pod(
     return pod_from_dict(obj)
 
 
-def make_cache(nodes: Iterable[Node], pods: Iterable[Pod] = (), namespaces: Iterable[Namespace] = ()) -> ClusterCache:
-    """A ClusterCache holding ``nodes`` and the bound ``pods`` (those with a node name)."""
+def _node_selector(labels: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """A NodeSelector of one term: each label ``In`` its values."""
+    expressions = [{"key": key, "operator": "In", "values": list(values)} for key, values in labels.items()]
+    return {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+
+
+def make_pv(
+    name: str,
+    *,
+    capacity: str = "10Gi",
+    access_modes: Sequence[str] = ("ReadWriteOnce",),
+    storage_class: str = "",
+    claim: str = "",
+    claim_uid: str | None = None,
+    node_affinity: Mapping[str, Sequence[str]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    csi_driver: str = "",
+    phase: str | None = None,
+    resource_version: str = "1",
+    spec: Mapping[str, Any] | None = None,
+) -> PersistentVolume:
+    """A PersistentVolume (Filesystem, ``capacity``, ``access_modes``).
+
+    ``claim`` (``namespace/name``, or a name in ``default``) sets ``spec.claimRef``, with
+    ``claim_uid`` (default: the uid ``make_pvc`` gives that claim). ``node_affinity`` maps node
+    labels to the values they may have (``{"kubernetes.io/hostname": ["n1"]}``). ``csi_driver``
+    makes it a CSI volume (handle = the name). ``phase`` defaults to Bound with a claim, else
+    Available. ``spec`` is merged last (in-tree sources, volumeMode...).
+    """
+    pv_spec: dict[str, Any] = {"capacity": {"storage": capacity}, "accessModes": list(access_modes)}
+    if storage_class:
+        pv_spec["storageClassName"] = storage_class
+    if claim:
+        namespace, _, claim_name = claim.rpartition("/")
+        namespace = namespace or "default"
+        uid = f"uid-{namespace}-{claim_name}" if claim_uid is None else claim_uid
+        pv_spec["claimRef"] = {"namespace": namespace, "name": claim_name, "uid": uid}
+    if node_affinity:
+        pv_spec["nodeAffinity"] = {"required": _node_selector(node_affinity)}
+    if csi_driver:
+        pv_spec["csi"] = {"driver": csi_driver, "volumeHandle": name}
+    pv_spec.update(spec or {})
+    obj = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {}),
+                     "annotations": dict(annotations or {}), "resourceVersion": resource_version},
+        "spec": pv_spec,
+        "status": {"phase": phase if phase is not None else "Bound" if claim else "Available"},
+    }
+    pv = storage_from_dict(obj)
+    assert isinstance(pv, PersistentVolume)
+    return pv
+
+
+def make_pvc(
+    name: str,
+    *,
+    namespace: str = "default",
+    storage_class: str | None = None,
+    request: str = "1Gi",
+    access_modes: Sequence[str] = ("ReadWriteOnce",),
+    volume_name: str = "",
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    resource_version: str = "1",
+    spec: Mapping[str, Any] | None = None,
+) -> PersistentVolumeClaim:
+    """A PersistentVolumeClaim (uid ``uid-<namespace>-<name>``) requesting ``request``.
+
+    ``storage_class`` None leaves ``storageClassName`` unset ("" the model's no class).
+    With ``volume_name`` it is bound as the PV controller leaves it: ``spec.volumeName``,
+    ``pv.kubernetes.io/bind-completed``, phase Bound; else Pending. ``spec`` is merged last.
+    """
+    pvc_spec: dict[str, Any] = {"accessModes": list(access_modes), "resources": {"requests": {"storage": request}}}
+    if storage_class is not None:
+        pvc_spec["storageClassName"] = storage_class
+    all_annotations = dict(annotations or {})
+    if volume_name:
+        pvc_spec["volumeName"] = volume_name
+        all_annotations.setdefault("pv.kubernetes.io/bind-completed", "yes")
+    pvc_spec.update(spec or {})
+    obj = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
+                     "labels": dict(labels or {}), "annotations": all_annotations,
+                     "resourceVersion": resource_version},
+        "spec": pvc_spec,
+        "status": {"phase": "Bound" if volume_name else "Pending"},
+    }
+    pvc = storage_from_dict(obj)
+    assert isinstance(pvc, PersistentVolumeClaim)
+    return pvc
+
+
+def make_storage_class(
+    name: str,
+    *,
+    provisioner: str = NO_PROVISIONER,
+    binding_mode: str = IMMEDIATE,
+    allowed_topologies: Mapping[str, Sequence[str]] | None = None,
+) -> StorageClass:
+    """A StorageClass; ``allowed_topologies`` is one term, label -> the values it may have."""
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": binding_mode,
+    }
+    if allowed_topologies:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": key, "values": list(values)} for key, values in allowed_topologies.items()]}]
+    storage_class = storage_from_dict(obj)
+    assert isinstance(storage_class, StorageClass)
+    return storage_class
+
+
+def make_csinode(
+    name: str,
+    *,
+    drivers: Mapping[str, int | None] | None = None,
+    migrated_plugins: Iterable[str] = (),
+) -> CSINode:
+    """The CSINode of node ``name``: ``drivers`` maps a driver to its ``allocatable.count``
+    (None: no limit); ``migrated_plugins`` fills the migrated-plugins annotation."""
+    entries = []
+    for driver, count in (drivers or {}).items():
+        entry: dict[str, Any] = {"name": driver, "nodeID": name}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        entries.append(entry)
+    plugins = ",".join(migrated_plugins)
+    annotations = {"storage.alpha.kubernetes.io/migrated-plugins": plugins} if plugins else {}
+    obj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"drivers": entries},
+    }
+    csinode = storage_from_dict(obj)
+    assert isinstance(csinode, CSINode)
+    return csinode
+
+
+def make_cache(
+    nodes: Iterable[Node],
+    pods: Iterable[Pod] = (),
+    namespaces: Iterable[Namespace] = (),
+    *,
+    storage: Iterable[StorageObject] = (),
+) -> ClusterCache:
+    """A ClusterCache holding ``nodes``, the bound ``pods`` (those with a node name) and the
+    ``storage`` objects (PVs, PVCs, StorageClasses, CSINodes...)."""
     cache = ClusterCache()
     cache.load(nodes, pods, namespaces)
+    for obj in storage:
+        cache.add_storage(obj)
     return cache
 
 

@@ -18,7 +18,15 @@ This one adds what only tests need:
   audited at the ``Metadata`` level into ``audit_log``;
   ``audited_requests()`` reads it back (who, with which user agent, did what
   to which resource, and what the server answered);
-* the shipped manifests (``k8s/``) rendered and applied to a control plane.
+* the shipped manifests (``k8s/``) rendered and applied to a control plane;
+* CSIStorageCapacities are served (``storage.k8s.io/v1alpha1`` with the
+  ``CSIStorageCapacity`` gate; 1.20 serves them only so), unless
+  ``storage_capacity=False`` (the 1.20 default, where scorer must do without);
+* ``ControllerManager``: kube-controller-manager v1.20.2 with only the
+  PersistentVolume controller (``persistentvolume-binder``), which binds
+  claims and volumes as in a real cluster; it runs as the controller's own
+  service account (``persistent-volume-binder``, ``PV_BINDER_TOKEN``), which
+  the API server's bootstrap RBAC grants what that controller needs.
 
 ``scripts/build-kube.sh`` builds kube-apiserver from Debian's ``kubernetes``
 source package into a cache outside the repository (the test command runs it
@@ -45,7 +53,14 @@ SCORER_TOKEN = "scorer-serviceaccount-test-token"
 SCORER_NAMESPACE = "scorer-system"
 SCORER_USER = f"system:serviceaccount:{SCORER_NAMESPACE}:scorer"
 SCORER_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{SCORER_NAMESPACE}", "system:authenticated")
-IDENTITIES = {"admin": TOKEN, "scorer": SCORER_TOKEN}
+# The PersistentVolume controller's own service account: the bootstrap ClusterRoleBinding
+# system:controller:persistent-volume-binder grants it what the controller does.
+PV_BINDER_TOKEN = "persistent-volume-binder-test-token"
+PV_BINDER_USER = "system:serviceaccount:kube-system:persistent-volume-binder"
+PV_BINDER_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+IDENTITIES = {"admin": TOKEN, "scorer": SCORER_TOKEN, "persistent-volume-binder": PV_BINDER_TOKEN}
+# kube-apiserver 1.20 serves CSIStorageCapacity only in storage.k8s.io/v1alpha1, and only with its gate on.
+STORAGE_CAPACITY_ARGS = ("--runtime-config=storage.k8s.io/v1alpha1=true", "--feature-gates=CSIStorageCapacity=true")
 # Metadata level: who did what to which object, and the answer; no bodies. The server's own loopback
 # client and health checks are left out (they are most of the traffic and no test asks about them).
 AUDIT_POLICY = """\
@@ -79,15 +94,25 @@ def scorer_container(deployment: dict[str, Any]) -> dict[str, Any]:
     return containers[0]
 
 
-def kube_scheduler_binary() -> str:
-    """kube-scheduler v1.20.2's path; skips (fails under CI=true) when it is not built."""
-    binary = controlplane.find_binary("kube-scheduler")
+def _built_binary(name: str) -> str:
+    """The path of ``name`` (built by scripts/build-kube.sh); skips (fails under CI=true) when it is not built."""
+    binary = controlplane.find_binary(name)
     if binary is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("kube-scheduler is required under CI=true: 'bash scripts/build-kube.sh' builds it",
+            pytest.fail(f"{name} is required under CI=true: 'bash scripts/build-kube.sh' builds it",
                         pytrace=False)
-        pytest.skip("no kube-scheduler: 'bash scripts/build-kube.sh' builds it (as root)")
+        pytest.skip(f"no {name}: 'bash scripts/build-kube.sh' builds it (as root)")
     return binary
+
+
+def kube_scheduler_binary() -> str:
+    """kube-scheduler v1.20.2's path; skips (fails under CI=true) when it is not built."""
+    return _built_binary("kube-scheduler")
+
+
+def kube_controller_manager_binary() -> str:
+    """kube-controller-manager v1.20.2's path; skips (fails under CI=true) when it is not built."""
+    return _built_binary("kube-controller-manager")
 
 
 @attrs.frozen(slots=True)
@@ -146,11 +171,15 @@ def run_last(test: Any) -> Any:
 class ControlPlane(controlplane.ControlPlane):
     """The package's control plane with the test identities and, unless ``audit=False``, the audit log."""
 
-    def __init__(self, workdir: Path, *, extra_args: tuple[str, ...] = (), audit: bool = True) -> None:
-        """``audit=False`` leaves the audit log out (benchmarks: it costs a synchronous write per request)."""
+    def __init__(self, workdir: Path, *, extra_args: tuple[str, ...] = (), audit: bool = True,
+                 storage_capacity: bool = True) -> None:
+        """``audit=False`` leaves the audit log out (benchmarks: it costs a synchronous write per request);
+        ``storage_capacity=False`` leaves CSIStorageCapacities unserved, as a 1.20 server is by default."""
         kube_binaries()  # skips (fails under CI=true) before anything starts
-        super().__init__(workdir, extra_args=extra_args, audit_policy=AUDIT_POLICY if audit else None,
-                         identities=(controlplane.Identity(SCORER_TOKEN, SCORER_USER, SCORER_GROUPS),))
+        super().__init__(workdir, extra_args=(*(STORAGE_CAPACITY_ARGS if storage_capacity else ()), *extra_args),
+                         audit_policy=AUDIT_POLICY if audit else None,
+                         identities=(controlplane.Identity(SCORER_TOKEN, SCORER_USER, SCORER_GROUPS),
+                                     controlplane.Identity(PV_BINDER_TOKEN, PV_BINDER_USER, PV_BINDER_GROUPS)))
 
     def start(self) -> ControlPlane:
         super().start()
@@ -160,7 +189,8 @@ class ControlPlane(controlplane.ControlPlane):
         return self.start()
 
     def kubeconfig_for(self, identity: str) -> Path:
-        """A kubeconfig for ``identity`` (``"admin"`` or ``"scorer"``: see the module docstring)."""
+        """A kubeconfig for ``identity`` (``"admin"``, ``"scorer"`` or ``"persistent-volume-binder"``: see the
+        module docstring)."""
         if identity not in IDENTITIES:
             raise ValueError(f"unknown identity {identity!r}; expected one of {sorted(IDENTITIES)}")
         path = self.workdir / f"kubeconfig-{identity}"
@@ -176,6 +206,19 @@ class ControlPlane(controlplane.ControlPlane):
             return parse_audit_log(self.audit_log.read_text())
         except FileNotFoundError:
             return []
+
+
+class ControllerManager(controlplane.ControllerManager):
+    """The package's kube-controller-manager runner (by default only the PersistentVolume controller,
+    resyncing every second so tests are quick), authenticated as the ``persistent-volume-binder`` service
+    account (``plane.kubeconfig_for``), whose bootstrap RBAC grants what that controller does. Skips (fails
+    under CI=true) when the binary is not built."""
+
+    def __init__(self, plane: ControlPlane, workdir: Path, *,
+                 controllers: tuple[str, ...] = (controlplane.PV_BINDER,), sync_period: str = "1s") -> None:
+        super().__init__(kube_controller_manager_binary(), plane.kubeconfig_for("persistent-volume-binder"),
+                         workdir, controllers=controllers, sync_period=sync_period)
+        self.plane = plane
 
 
 # --- the shipped manifests (k8s/) and applying objects to a ControlPlane ---
@@ -297,3 +340,78 @@ class Resources:
                                                "resourceVersion": orjson.loads(body)["metadata"]["resourceVersion"]}}
             status, body = self.plane.request("PUT", item + query, orjson.dumps(replacement))
         return status, orjson.loads(body) if body else {}
+
+
+# --- volumes: what the PersistentVolume controller and an external provisioner write ---
+
+
+def _merge_patch(plane: ControlPlane, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+    status, body = plane.request("PATCH", path, orjson.dumps(patch), "application/merge-patch+json")
+    if status != 200:
+        raise AssertionError(f"PATCH {path}: HTTP {status}: {body[:300]!r}")
+    return dict(orjson.loads(body))
+
+
+def _get(plane: ControlPlane, path: str) -> dict[str, Any]:
+    status, body = plane.request("GET", path)
+    if status != 200:
+        raise AssertionError(f"GET {path}: HTTP {status}: {body[:300]!r}")
+    return dict(orjson.loads(body))
+
+
+def local_volume(name: str, node: str, *, storage_class: str, size: str = "1Gi",
+                 claim: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
+                 annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A ``local`` PersistentVolume on ``node`` (node affinity ``kubernetes.io/hostname``), bound or
+    pre-bound to ``claim`` (an API object: its namespace, name and, when it has one, uid) when given."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+        "persistentVolumeReclaimPolicy": "Retain", "local": {"path": f"/mnt/{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}
+    if claim is not None:
+        meta = claim["metadata"]
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": meta["namespace"],
+                            "name": meta["name"], **({"uid": meta["uid"]} if meta.get("uid") else {})}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}}, "spec": spec}
+
+
+def provision_volume(plane: ControlPlane, namespace: str, claim_name: str, node: str, *, name: str,
+                     provisioner: str) -> dict[str, Any]:
+    """What an external provisioner does for a claim whose ``volume.kubernetes.io/selected-node`` is
+    ``node``: create a volume on that node with ``claimRef`` to the claim (its uid) and
+    ``pv.kubernetes.io/provisioned-by``; the PersistentVolume controller then binds the two."""
+    claim = _get(plane, f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim_name}")
+    volume = local_volume(name, node, storage_class=claim["spec"].get("storageClassName") or "",
+                          size=claim["spec"]["resources"]["requests"]["storage"], claim=claim,
+                          annotations={"pv.kubernetes.io/provisioned-by": provisioner})
+    volume["spec"]["persistentVolumeReclaimPolicy"] = "Delete"
+    status, body = plane.request("POST", "/api/v1/persistentvolumes", orjson.dumps(volume))
+    if status != 201:
+        raise AssertionError(f"creating PersistentVolume {name}: HTTP {status}: {body[:300]!r}")
+    return dict(orjson.loads(body))
+
+
+def complete_binding(plane: ControlPlane, volume: str, namespace: str, claim_name: str) -> None:
+    """A stand-in for the PersistentVolume controller's ``bind`` where none runs: the volume's claimRef
+    (kept when the scheduler set it) and phase Bound; the claim's volumeName, ``bind-completed``
+    annotation and phase Bound (reference kube-scheduler.md §10.6.10)."""
+    claim = _get(plane, f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim_name}")
+    pv = _get(plane, f"/api/v1/persistentvolumes/{volume}")
+    if not (pv["spec"].get("claimRef") or {}).get("uid"):
+        _merge_patch(plane, f"/api/v1/persistentvolumes/{volume}", {"spec": {"claimRef": {
+            "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": claim_name,
+            "uid": claim["metadata"]["uid"]}}})
+    _merge_patch(plane, f"/api/v1/persistentvolumes/{volume}/status", {"status": {"phase": "Bound"}})
+    path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim_name}"
+    _merge_patch(plane, path, {"metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                               "spec": {"volumeName": volume}})
+    _merge_patch(plane, f"{path}/status", {"status": {"phase": "Bound", "accessModes": pv["spec"]["accessModes"],
+                                                      "capacity": pv["spec"]["capacity"]}})
+
+
+def delete_storage(plane: ControlPlane, path: str) -> None:
+    """DELETE a PV or PVC (or any object) and drop its finalizers: no protection controller runs here."""
+    plane.request("DELETE", path)
+    plane.request("PATCH", path, b'{"metadata": {"finalizers": null}}', "application/merge-patch+json")

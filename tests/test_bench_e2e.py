@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubekit import kube_binaries, kube_scheduler_binary
+from kubekit import kube_binaries, kube_controller_manager_binary, kube_scheduler_binary
 
 from scorer.bench import e2e
+from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec, Setup
+from scorer.bench.workloads import workload_from_data
 from scorer.config.types import ResolvedProfile
 
 NODE_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
@@ -310,3 +312,48 @@ def test_preemption_victims_are_removed_and_a_pod_that_fits_nowhere_is_unschedul
     assert point["check"]["outcome"] == "stalled" and point["check"]["victims_removed"] == 2
     assert point["check"]["nodes_used"] == 2
     assert "no pod bound for 5 s: 1 left unscheduled" in point["warnings"]
+
+
+def test_storage_objects_are_created_before_the_nodes_and_pods() -> None:
+    setup = build_setup(workload_from_data({"name": "v", "shape": "volumes-wait"}), 3, 3)
+    objects = e2e.setup_objects(setup)
+    paths = [r.path for r in objects.storage]
+    assert paths[0] == "/apis/storage.k8s.io/v1/storageclasses"
+    assert paths.count("/api/v1/persistentvolumes") == 3
+    assert paths.count("/api/v1/namespaces/bench/persistentvolumeclaims") == 3
+    assert all("status" not in r.body for r in objects.storage)  # the PersistentVolume controller sets phases
+
+
+def test_volume_bindings_timeout_is_written_for_kube_scheduler_120(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                      "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n"
+                      "  - {name: VolumeBinding, args: {bindTimeoutSeconds: 30}}\n")
+    spec = PointSpec("plain", 1, 1, mode="e2e", scheduler="kube-scheduler")
+    kube, _ = e2e.kube_scheduler_config(plain_setup(1, 1), spec, str(config), tmp_path / "k", 5000, 5000, 1)
+    args = {entry["name"]: entry["args"] for entry in kube["profiles"][0]["pluginConfig"]}
+    assert args["VolumeBinding"] == {"bindTimeoutSeconds": 30}
+    plugins = kube["profiles"][0]["plugins"]
+    assert [p["name"] for p in plugins["preBind"]["enabled"]] == ["VolumeBinding"]
+    assert "VolumeRestrictions" in [p["name"] for p in plugins["filter"]["enabled"]]
+    config.write_text(config.read_text().replace("30", "0"))
+    with pytest.raises(e2e.E2EError, match="bindTimeoutSeconds 0 is refused by v1.20.2"):
+        e2e.kube_scheduler_config(plain_setup(1, 1), spec, str(config), tmp_path / "k", 5000, 5000, 1)
+
+
+@pytest.mark.kube
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", ["scorer", "kube-scheduler"])
+def test_wait_for_first_consumer_volumes_bind_end_to_end(scheduler: str) -> None:
+    """The volumes-wait shape end to end: the PersistentVolume controller runs beside the scheduler, which
+    matches each pod's claim to a free local PV on a node and waits for the controller to bind it."""
+    kube_binaries()
+    kube_controller_manager_binary()
+    if scheduler == "kube-scheduler":
+        kube_scheduler_binary()
+    setup = build_setup(workload_from_data({"name": "volumes-wait", "shape": "volumes-wait"}), 6, 6)
+    spec = PointSpec("volumes-wait", 6, 6, mode="e2e", scheduler=scheduler)
+    point = e2e.run_e2e_point(setup, spec, config_path=None, timeout=180)
+    assert point["error"] is None, point
+    assert (point["bound"], point["unscheduled"]) == (6, 0) and point["check"]["outcome"] == "complete"
+    assert point["load_s"]["volumes_synced"] >= 0 and point["cpu_seconds"]["kube_controller_manager"] >= 0

@@ -196,3 +196,18 @@ def test_the_plugin_overhead_script_alternates_blocks_with_and_without_the_plugi
     assert "with LoadAware, NetworkTraffic" in out[0]
     with pytest.raises(SystemExit, match="not in the profile: Nope"):
         module.main(["--nodes", "60", "--pods", "10", "--plugins", "Nope"])
+
+
+@pytest.mark.parametrize("shape", ["volumes", "volumes-wait"])
+def test_volume_points_bind_every_claim_and_keep_pods_on_their_volumes_nodes(shape: str) -> None:
+    """``volumes``: each pod's claim is pre-bound to a local PV on one node, so it must land there;
+    ``volumes-wait``: WaitForFirstConsumer claims, one free PV per pod round-robin: every claim ends bound
+    (PreBind writes the chosen PV's claimRef, the in-memory PersistentVolume controller binds it)."""
+    setup = build_setup(workload(shape), 12, 24)
+    assert sum(1 for obj in setup.storage if obj["kind"] == "PersistentVolume") == 24
+    p = run_point(setup, PointSpec("w", 12, 24), config_path=None, profile="default")
+    assert p["error"] is None and (p["bound"], p["unscheduled"]) == (24, 0)
+    assert p["check"]["volumes"] == {"claims": 24, "claims_bound": 24, "pods_off_their_volumes": 0}
+    assert {"Reserve", "PreBind"} <= set(p["extension_points_ms"])
+    if shape == "volumes":  # pod k's volume is on node k mod 12: two pods per node
+        assert p["check"]["nodes_used"] == 12 and p["check"]["max_on_a_node"] == 2

@@ -42,11 +42,13 @@ def test_the_default_file_holds_the_scheduler_perf_shapes_and_the_capacity_point
     workloads = {w.name: w for w in load_workloads(None)}
     assert list(workloads) == ["plain", "metrics", "extender", "node-affinity", "anti-affinity",
                                "preferred-affinity", "pod-affinity", "topology-spreading", "default-spreading",
-                               "preemption", "dense"]
+                               "preemption", "volumes", "volumes-wait", "dense"]
     assert workloads["plain"].percentages == [0, 100] and workloads["metrics"].percentages == [0, 100]
     assert all(w.percentages == [0] for name, w in workloads.items() if name not in ("plain", "metrics"))
     assert workloads["metrics"].profile == "metrics" and workloads["plain"].profile == "default"
-    assert {name for name, w in workloads.items() if w.e2e} == {"plain", "anti-affinity", "topology-spreading"}
+    assert {name for name, w in workloads.items() if w.e2e} == {"plain", "anti-affinity", "topology-spreading",
+                                                                "volumes", "volumes-wait"}
+    assert workloads["volumes"].shape == "volumes" and workloads["volumes-wait"].shape == "volumes-wait"
     # the dense point: 10 existing pods per node, 15,000 nodes = 150,000 pods (the RSS target)
     assert workloads["dense"].init_pods.number(15000) == 150_000 and 15000 in workloads["dense"].sweep([1])
     assert workloads["preemption"].measured_pods(1000) == 500 and workloads["plain"].measured_pods(1000) == 1000

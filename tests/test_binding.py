@@ -105,6 +105,27 @@ async def test_a_node_missing_from_the_in_memory_cluster_is_retried_not_a_confli
     assert cluster.events[-1].note == "binding rejected: node 'n1' not found"
 
 
+class FailingPreBind:
+    """A PreBind plugin that returns an Error status (as VolumeBinding does when a volume write fails)."""
+
+    name = "FailingPreBind"
+
+    def pre_bind(self, state, pod, node):
+        return Status.error("binding volumes: pv \"pv-1\" gone")
+
+
+async def test_a_pre_bind_error_names_the_plugin_as_kube_does_and_requeues():
+    pod = make_pod("p", cpu="1")
+    asm, cluster = build(config_with("FailingPreBind"), [make_node("n1")], [pod], FailingPreBind)
+    assert await asm.scheduler.schedule_one().binding is False
+    await asm.recorder.flush()
+    assert asm.cache.sizes()["assumed_pods"] == 0 and asm.queue.pending_counts()["backoff"] == 1
+    # kube's RunPreBindPlugins wraps the status; no "binding rejected" (that is the Bind step's).
+    assert cluster.events[-1].note == 'running PreBind plugin "FailingPreBind": binding volumes: pv "pv-1" gone'
+    assert cluster.conditions[pod.key].reason == "SchedulerError"
+    assert sample(asm, "scorer_bind_results_total", result="error") == 0  # Bind never ran
+
+
 def test_a_bound_pod_is_confirmed_by_the_cluster_source():
     pod = make_pod("p", cpu="1")
     asm, cluster = build(None, [make_node("n1")], [pod])

@@ -551,10 +551,11 @@ CONSTRAINED = CLUSTER + textwrap.dedent("""
           - {labelSelector: {matchLabels: {app: db}}, topologyKey: kubernetes.io/hostname}
       volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
 """)
-# The anti-affinity is evaluated by the built-in InterPodAffinity; the claim is what keeps the pod out.
+# The anti-affinity is evaluated by InterPodAffinity; the claim, which the file does not hold, keeps the pod
+# out: VolumeRestrictions (the first volume plugin in kube's order) looks it up at PreFilter, as kube does.
 CONSTRAINED_MESSAGE = (
-    "0/3 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the VolumeBinding "
-    "plugin; scorer does not implement it yet, so the pod is not placed."
+    '0/3 nodes are available: persistentvolumeclaim "data-db-0" not found. preemption: 0/3 nodes are available: '
+    "3 Preemption is not helpful for scheduling."
 )
 
 
@@ -565,7 +566,7 @@ def constrained_file(tmp_path):
     return str(path)
 
 
-def test_simulate_names_the_missing_plugins_of_a_pod_with_hard_constraints(capsys, constrained_file):
+def test_simulate_names_the_missing_claim_of_a_pod(capsys, constrained_file):
     code, out, _ = run(capsys, "simulate", "--cluster", constrained_file, "--output", "json")
     assert code == 0
     by_pod = {p["pod"]: p for p in json.loads(out)["placements"]}
@@ -573,7 +574,7 @@ def test_simulate_names_the_missing_plugins_of_a_pod_with_hard_constraints(capsy
     assert by_pod["shop/web"]["node"] == "big"
     code, out, _ = run(capsys, "simulate", "--cluster", constrained_file)
     [line] = [line for line in out.splitlines() if "shop/db-0" in line]
-    assert "VolumeBinding" in line and "InterPodAffinity" not in line
+    assert 'persistentvolumeclaim "data-db-0" not found' in line and "InterPodAffinity" not in line
 
 
 def test_explain_shows_the_pre_filter_rejection_naming_the_plugin(capsys, constrained_file):
@@ -581,12 +582,75 @@ def test_explain_shows_the_pre_filter_rejection_naming_the_plugin(capsys, constr
     assert code == 0
     data = json.loads(out)
     assert data["selected"] is None and data["message"] == CONSTRAINED_MESSAGE
-    reason = CONSTRAINED_MESSAGE.removeprefix("0/3 nodes are available: ").removesuffix(".")
     for node in data["nodes"].values():
         assert node == {"feasible": False, "scores": {}, "total": 0, "metrics": {},
-                        "filter": {"plugin": "VolumeBinding", "code": "UnschedulableAndUnresolvable",
-                                   "reasons": [reason]}}
+                        "filter": {"plugin": "VolumeRestrictions", "code": "UnschedulableAndUnresolvable",
+                                   "reasons": ['persistentvolumeclaim "data-db-0" not found']}}
     code, out, _ = run(capsys, "explain", "--cluster", constrained_file, "--pod", "shop/db-0")
     assert code == 0
     assert f"unschedulable: {CONSTRAINED_MESSAGE}" in out
-    assert out.count("VolumeBinding (UnschedulableAndUnresolvable): pod has") == 3
+    assert out.count('VolumeRestrictions (UnschedulableAndUnresolvable): persistentvolumeclaim "data-db-0"') == 3
+
+
+VOLUMES = textwrap.dedent("""
+    apiVersion: v1
+    kind: List
+    items:
+    - apiVersion: v1
+      kind: Node
+      metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+      status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+    - apiVersion: v1
+      kind: Node
+      metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}
+      status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+    - apiVersion: storage.k8s.io/v1
+      kind: StorageClass
+      metadata: {name: local}
+      provisioner: kubernetes.io/no-provisioner
+      volumeBindingMode: WaitForFirstConsumer
+    - apiVersion: v1
+      kind: PersistentVolume
+      metadata: {name: pv-n2}
+      spec:
+        capacity: {storage: 10Gi}
+        accessModes: [ReadWriteOnce]
+        storageClassName: local
+        local: {path: /mnt/disk}
+        nodeAffinity:
+          required:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n2]}]
+      status: {phase: Available}
+    - apiVersion: v1
+      kind: PersistentVolumeClaim
+      metadata: {name: data-db-0, namespace: shop}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: local
+        resources: {requests: {storage: 1Gi}}
+    - apiVersion: v1
+      kind: Pod
+      metadata: {name: db-0, namespace: shop}
+      spec:
+        containers: [{name: c, image: postgres}]
+        volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+""")
+
+
+def test_explain_and_simulate_show_the_volume_decisions(capsys, tmp_path):
+    path = tmp_path / "volumes.yaml"
+    path.write_text(VOLUMES)
+    code, out, _ = run(capsys, "explain", "--cluster", str(path), "--pod", "shop/db-0", "--output", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["selected"] == "n2" and data["volumes"] == {"data-db-0": "binds PersistentVolume pv-n2"}
+    assert data["nodes"]["n1"]["filter"] == {"plugin": "VolumeBinding", "code": "UnschedulableAndUnresolvable",
+                                             "reasons": ["node(s) didn't find available persistent volumes to bind"]}
+    code, out, _ = run(capsys, "explain", "--cluster", str(path), "--pod", "shop/db-0")
+    assert "claim data-db-0: binds PersistentVolume pv-n2" in out
+    code, out, _ = run(capsys, "simulate", "--cluster", str(path), "--output", "json")
+    [placement] = json.loads(out)["placements"]
+    assert placement["node"] == "n2" and placement["volumes"] == {"data-db-0": "pv-n2"}
+    code, out, _ = run(capsys, "simulate", "--cluster", str(path))
+    assert "volumes: data-db-0->pv-n2" in out

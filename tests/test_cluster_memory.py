@@ -15,12 +15,22 @@ from scorer.cluster.interface import (
     ClusterWriter,
     EventSink,
     ObjectHandlers,
+    VolumeWriter,
 )
 from scorer.cluster.memory import InMemoryCluster
-from scorer.errors import ScorerError
+from scorer.errors import ScorerError, UpdateConflict
 from scorer.eventhandlers import EventHandlers
-from scorer.model import LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
-from scorer.testing import make_node, make_pod
+from scorer.model import (
+    ClaimRef,
+    LabelSelector,
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodDisruptionBudget,
+    SelectorOwner,
+    load_objects,
+)
+from scorer.testing import make_csinode, make_node, make_pod, make_pv, make_pvc, make_storage_class
 
 
 class Recording:
@@ -194,3 +204,179 @@ async def test_preemption_writes_of_the_in_memory_cluster():
     await cluster.delete_pod(victim)
     assert "default/victim" not in cluster.pods and cluster.preempted == ["default/victim"]
     await cluster.delete_pod(victim)  # already gone: fine
+
+
+# -- storage: the VolumeWriter and the PersistentVolume controller ------------------------------
+
+
+def test_storage_is_listed_after_workloads_and_before_nodes_classes_first():
+    claim = make_pvc("data", storage_class="local")
+    cluster = InMemoryCluster([make_node("n1")], [], [Namespace(name="default")],
+                              storage=[claim, make_storage_class("local", binding_mode="WaitForFirstConsumer")])
+    handlers = Recording()
+    cluster.start(handlers)
+    assert handlers.calls == [("on_namespace_add", "default"), ("on_storage_add", "local"),
+                              ("on_storage_add", "default/data"), ("on_node_add", "n1")]
+
+
+def test_from_objects_takes_the_storage_of_a_cluster_file_and_binds_immediate_claims_at_load():
+    loaded = load_objects("""
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: manual}
+provisioner: kubernetes.io/no-provisioner
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: big}
+spec: {storageClassName: manual, capacity: {storage: 100Gi}, accessModes: [ReadWriteOnce]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: small}
+spec: {storageClassName: manual, capacity: {storage: 5Gi}, accessModes: [ReadWriteOnce, ReadOnlyMany]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: tiny}
+spec: {storageClassName: manual, capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop, uid: c-1}
+spec: {storageClassName: manual, accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}
+""")
+    cluster = InMemoryCluster.from_objects(loaded)
+    claim, pv = cluster.pvc("shop/data"), cluster.pv("small")  # the smallest that fits
+    assert claim is not None and pv is not None
+    assert claim.volume_name == "small" and claim.phase == "Bound" and claim.fully_bound
+    assert claim.annotations == {"pv.kubernetes.io/bind-completed": "yes",
+                                 "pv.kubernetes.io/bound-by-controller": "yes"}
+    assert pv.claim_ref is not None and (pv.claim_ref.key, pv.claim_ref.uid) == ("shop/data", "c-1")
+    assert pv.phase == "Bound" and pv.annotations == {"pv.kubernetes.io/bound-by-controller": "yes"}
+    assert int(pv.resource_version) > 0 and int(claim.resource_version) > 0
+    for name in ("big", "tiny"):
+        other = cluster.pv(name)
+        assert other is not None and other.claim_ref is None
+
+
+def test_immediate_binding_honours_selector_volume_mode_and_class():
+    selected = make_pvc("data", storage_class="", spec={"selector": {"matchLabels": {"disk": "ssd"}}})
+    pvs = [make_pv("hdd", labels={"disk": "hdd"}), make_pv("ssd-block", labels={"disk": "ssd"},
+                                                             spec={"volumeMode": "Block"}),
+           make_pv("ssd-other-class", labels={"disk": "ssd"}, storage_class="x"),
+           make_pv("ssd", labels={"disk": "ssd"})]
+    cluster = InMemoryCluster([], [], [], storage=[selected, *pvs])
+    claim = cluster.pvc("default/data")
+    assert claim is not None and claim.volume_name == "ssd"
+
+
+def test_a_wait_for_first_consumer_claim_waits_then_binds_when_the_scheduler_writes_the_claim_ref():
+    local = make_storage_class("local", binding_mode="WaitForFirstConsumer")
+    storage = [local, make_pv("pv-1", storage_class="local"), make_pvc("data", storage_class="local")]
+    cluster = InMemoryCluster([make_node("n1")], [], [], storage=storage)
+    handlers = Recording()
+    cluster.start(handlers)
+    claim, pv = cluster.pvc("default/data"), cluster.pv("pv-1")
+    assert claim is not None and pv is not None
+    assert claim.volume_name == "" and pv.claim_ref is None  # the controller waits for the scheduler
+    handlers.calls.clear()
+
+    ref = ClaimRef(namespace="default", name="data", uid=claim.uid)
+    written = asyncio.run(cluster.update_persistent_volume(attrs.evolve(pv, claim_ref=ref)))
+    assert written.claim_ref == ref and int(written.resource_version) > int(pv.resource_version)
+    bound_pv, bound_claim = cluster.pv("pv-1"), cluster.pvc("default/data")
+    assert bound_pv is not None and bound_claim is not None
+    assert bound_pv.phase == "Bound" and "pv.kubernetes.io/bound-by-controller" not in bound_pv.annotations
+    assert bound_claim.volume_name == "pv-1" and bound_claim.fully_bound and bound_claim.phase == "Bound"
+    assert bound_claim.annotations["pv.kubernetes.io/bound-by-controller"] == "yes"
+    # the write, then the controller's two updates, all delivered
+    assert handlers.calls == [("on_storage_update", "pv-1", "pv-1"), ("on_storage_update", "pv-1", "pv-1"),
+                              ("on_storage_update", "default/data", "default/data")]
+
+
+def test_a_selected_node_on_a_claim_provisions_a_volume_on_that_node_and_binds_it():
+    fast = make_storage_class("fast", provisioner="ebs.csi.aws.com", binding_mode="WaitForFirstConsumer")
+    node = make_node("n1", labels={"kubernetes.io/hostname": "host-1"})
+    cluster = InMemoryCluster([node], [], [], storage=[fast, make_pvc("data", storage_class="fast", request="3Gi")])
+    handlers = Recording()
+    cluster.start(handlers)
+    claim = cluster.pvc("default/data")
+    assert claim is not None and claim.volume_name == ""
+    annotated = attrs.evolve(claim, annotations={**claim.annotations, "volume.kubernetes.io/selected-node": "n1"})
+    written = asyncio.run(cluster.update_persistent_volume_claim(annotated))
+    assert written.selected_node == "n1"
+    name = f"pvc-{claim.uid}"
+    pv, bound = cluster.pv(name), cluster.pvc("default/data")
+    assert pv is not None and bound is not None
+    assert (pv.storage_class, pv.capacity, pv.access_modes, pv.phase) == ("fast", 3 << 30, ("ReadWriteOnce",), "Bound")
+    assert pv.annotations == {"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}
+    assert (pv.csi_driver, pv.csi_handle) == ("ebs.csi.aws.com", name)
+    assert pv.claim_ref is not None and pv.claim_ref.uid == claim.uid
+    assert pv.node_affinity is not None and pv.node_affinity.matches(node)
+    assert not pv.node_affinity.matches(make_node("n2", labels={"kubernetes.io/hostname": "host-2"}))
+    assert bound.volume_name == name and bound.fully_bound and bound.selected_node == "n1"
+    assert ("on_storage_add", name) in handlers.calls
+
+
+def test_an_immediate_claim_of_a_provisioning_class_is_provisioned_without_node_affinity():
+    gce = make_storage_class("standard", provisioner="kubernetes.io/gce-pd")
+    cluster = InMemoryCluster([], [], [], storage=[gce, make_pvc("data", storage_class="standard")])
+    pv = cluster.pv("pvc-uid-default-data")
+    assert pv is not None and pv.node_affinity is None
+    assert (pv.in_tree, pv.csi_driver) == ("kubernetes.io/gce-pd", "")
+
+
+def test_no_provisioner_and_missing_classes_leave_claims_pending():
+    local = make_storage_class("local", binding_mode="WaitForFirstConsumer")
+    claims = [make_pvc("a", storage_class="local", annotations={"volume.kubernetes.io/selected-node": "n1"}),
+              make_pvc("b", storage_class="missing")]
+    cluster = InMemoryCluster([], [], [], storage=[local, *claims])
+    assert [c.volume_name for c in cluster.storage.values() if isinstance(c, PersistentVolumeClaim)] == ["", ""]
+    assert not any(isinstance(obj, PersistentVolume) for obj in cluster.storage.values())
+
+
+def test_a_claim_with_a_volume_name_completes_the_binding_and_a_new_available_pv_binds_a_waiting_claim():
+    cluster = InMemoryCluster([], [], [], storage=[make_pv("pv-1"), make_pvc("named", volume_name="pv-1",
+                                                                             annotations={})])
+    pv = cluster.pv("pv-1")
+    assert pv is not None and pv.claim_ref is not None and pv.claim_ref.key == "default/named"
+    assert pv.annotations == {"pv.kubernetes.io/bound-by-controller": "yes"}
+    named = cluster.pvc("default/named")
+    assert named is not None and "pv.kubernetes.io/bound-by-controller" not in named.annotations
+
+    cluster.apply(make_pvc("waiting", storage_class=""))
+    waiting = cluster.pvc("default/waiting")
+    assert waiting is not None and waiting.volume_name == ""
+    cluster.apply(make_pv("pv-2"))
+    waiting = cluster.pvc("default/waiting")
+    assert waiting is not None and waiting.volume_name == "pv-2"
+
+
+def test_volume_writes_with_a_stale_resource_version_or_a_missing_object_conflict():
+    cluster = InMemoryCluster([], [], [], storage=[make_pv("pv-1", resource_version="10"),
+                                                   make_pvc("data", storage_class="x", resource_version="11")])
+    assert isinstance(cluster, VolumeWriter)
+    pv, claim = cluster.pv("pv-1"), cluster.pvc("default/data")
+    assert pv is not None and claim is not None
+    with pytest.raises(UpdateConflict, match="the object has been modified"):
+        asyncio.run(cluster.update_persistent_volume(attrs.evolve(pv, resource_version="9")))
+    with pytest.raises(UpdateConflict, match="not found"):
+        asyncio.run(cluster.update_persistent_volume(attrs.evolve(pv, name="pv-2")))
+    with pytest.raises(UpdateConflict, match="not found"):
+        asyncio.run(cluster.update_persistent_volume(attrs.evolve(pv, uid="re-created")))
+    with pytest.raises(UpdateConflict, match="the object has been modified"):
+        asyncio.run(cluster.update_persistent_volume_claim(attrs.evolve(claim, resource_version="1")))
+    written = asyncio.run(cluster.update_persistent_volume_claim(attrs.evolve(claim, annotations={"a": "b"})))
+    assert written.resource_version == "12"  # above every version the cluster holds
+    with pytest.raises(UpdateConflict):  # the version the first write replaced
+        asyncio.run(cluster.update_persistent_volume_claim(attrs.evolve(claim, annotations={"a": "c"})))
+
+
+def test_storage_objects_can_be_deleted():
+    cluster = InMemoryCluster([], [], [], storage=[make_csinode("n1")])
+    handlers = Recording()
+    cluster.start(handlers)
+    csinode = cluster.storage["CSINode/n1"]
+    cluster.delete(csinode)
+    assert cluster.storage == {} and handlers.calls[-1] == ("on_storage_delete", "n1")

@@ -457,7 +457,6 @@ def test_v1beta1_default_least_allocated_becomes_fit_scoring_silently():
 # -- the built-in plugins against kube's default profile (issue 9, item 7) ---------------------------
 
 VOLUME_PLUGINS = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
-PARITY_PLUGINS = ("PodTopologySpread", "InterPodAffinity", "DefaultPreemption")  # other branches of issue 9
 FULL_V1_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
                    "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
 
@@ -474,28 +473,27 @@ def builtin_defaults():
     return resolved, [w[len(prefix):-len(suffix)] for w in resolved.warnings]
 
 
-def test_builtin_default_profile_is_kubes_in_order_and_weights_less_what_is_missing():
+def test_builtin_default_profile_is_kubes_whole_default_profile_in_order_and_weights():
     resolved, missing = builtin_defaults()
-    assert set(VOLUME_PLUGINS) <= set(missing) <= set(VOLUME_PLUGINS + PARITY_PLUGINS)
-    assert resolved.points == {point: tuple(name for name in names if name not in missing)
-                               for point, names in V1_RESOLVED.items()}
-    assert resolved.weights == {name: w for name, w in FULL_V1_WEIGHTS.items() if name not in missing}
-
-
-def test_only_the_volume_plugins_are_missing_from_the_default_profile():
-    resolved, missing = builtin_defaults()
-    assert missing == list(VOLUME_PLUGINS)
+    assert missing == []
+    assert resolved.points == V1_RESOLVED
     assert resolved.weights == FULL_V1_WEIGHTS
 
 
-def test_the_startup_note_lists_the_missing_default_plugins(capsys, monkeypatch, tmp_path):
+def test_the_volume_plugins_are_in_the_default_profile_at_kubes_points():
+    resolved, _ = builtin_defaults()
+    for name in VOLUME_PLUGINS:
+        assert name in resolved.points["preFilter"] and name in resolved.points["filter"]
+    assert resolved.points["reserve"] == ("VolumeBinding",) and resolved.points["preBind"] == ("VolumeBinding",)
+    assert not set(VOLUME_PLUGINS) & set(resolved.points["score"])  # StorageCapacityScoring is off
+
+
+def test_no_startup_note_when_every_default_plugin_is_implemented(capsys, monkeypatch, tmp_path):
     from scorer.cli import main
 
     monkeypatch.setenv("SCORER_DISABLE_PLUGIN_AUTOLOAD", "1")
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text('kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: "1", pods: "10"}}\n')
     assert main(["simulate", "--cluster", str(cluster)]) == 0
-    _, missing = builtin_defaults()
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
-    assert notes == [f"note: {len(missing)} default plugin(s) not implemented by scorer yet, skipped: "
-                     + ", ".join(missing)]
+    assert notes == []

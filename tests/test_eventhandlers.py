@@ -11,9 +11,9 @@ from schedkit import build
 
 from scorer.explain import explain_pod
 from scorer.framework.events import ClusterEvent, matches
-from scorer.model import LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
+from scorer.model import ClaimRef, LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
 from scorer.simulate import simulate
-from scorer.testing import make_node, make_pod
+from scorer.testing import make_csinode, make_node, make_pod, make_pv, make_pvc, make_storage_class
 
 
 @pytest.fixture
@@ -323,3 +323,50 @@ def test_workloads_are_kept_in_the_cache_and_requeue_nothing(env):
     assert len(env.cache.workloads) == 0
     assert env.cache.workloads.default_selector(pod) is None
     assert env.events == [] and env.updates == []
+
+
+# -- storage -------------------------------------------------------------------------------------
+
+
+def test_storage_objects_are_kept_in_the_cache_and_send_their_events(env):
+    """PVs, PVCs, StorageClasses, CSINodes... reach cache.volumes; each change is <Kind>Add,
+    <Kind>Update or <Kind>Delete."""
+    storage_class = make_storage_class("local", binding_mode="WaitForFirstConsumer")
+    pv = make_pv("pv-1", storage_class="local")
+    claim = make_pvc("data", storage_class="local")
+    csinode = make_csinode("n1", drivers={"ebs.csi.aws.com": 25})
+    for obj in (storage_class, pv, claim, csinode):
+        env.handlers.on_storage_add(obj)
+    volumes = env.cache.volumes
+    assert volumes.classes == {"local": storage_class} and volumes.pv("pv-1") == pv
+    assert volumes.pvc("default/data") == claim and volumes.csi_nodes == {"n1": csinode}
+    assert labels(env.events) == ["StorageClassAdd", "PersistentVolumeAdd", "PersistentVolumeClaimAdd",
+                                  "CSINodeAdd"]
+
+    env.events.clear()
+    bound = attrs.evolve(pv, claim_ref=ClaimRef(namespace="default", name="data"), phase="Bound",
+                         resource_version="2")
+    env.handlers.on_storage_update(pv, bound)
+    assert volumes.pv("pv-1") == bound and volumes.pvs_of_class("local") == [bound]
+    env.handlers.on_storage_delete(claim)
+    env.handlers.on_storage_delete(csinode)
+    assert volumes.pvc("default/data") is None and volumes.csi_nodes == {}
+    assert env.events == [ClusterEvent("PersistentVolume", "Update"), ClusterEvent("PersistentVolumeClaim", "Delete"),
+                          ClusterEvent("CSINode", "Delete")]
+
+
+def test_a_delivered_pv_replaces_the_assumed_copy(env):
+    pv = make_pv("pv-1", storage_class="local", resource_version="5")
+    env.handlers.on_storage_add(pv)
+    assumed = attrs.evolve(pv, claim_ref=ClaimRef(namespace="default", name="data"))
+    env.cache.volumes.assume_pv(assumed)
+    assert env.cache.volumes.pv("pv-1") == assumed
+    written = attrs.evolve(assumed, resource_version="6")
+    env.handlers.on_storage_update(pv, written)
+    assert env.cache.volumes.pv("pv-1") == written and not env.cache.volumes.is_assumed_pv("pv-1")
+
+
+def test_storage_handlers_never_raise(env, caplog):
+    with caplog.at_level(logging.ERROR, logger="scorer.eventhandlers"):
+        env.handlers.on_storage_add(make_node("n1"))
+    assert "not a storage object" in caplog.text and env.events == []

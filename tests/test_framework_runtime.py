@@ -329,21 +329,3 @@ def test_nothing_is_recorded_without_metrics():
     assert fwk.handle.metrics is None
 
 
-def test_unsupported_constraints_are_checked_before_the_pre_filter_plugins_and_timed():
-    """The framework's own check (scorer.framework.unsupported) rejects before any PreFilter
-    plugin runs; the PreFilter run is timed with the rejection's status."""
-    calls = []
-
-    class Counts(Filters):
-        def pre_filter(self, state, pod, nodes):
-            calls.append(pod.name)
-
-    metrics = SchedulerMetrics(sample_percent=100)
-    fwk = framework(Counts(), metrics=metrics)
-    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
-    allowed, status = fwk.run_pre_filter(CycleState(), make_pod("claim", spec=claim), batch(fwk))
-    assert (allowed, status.code, status.plugin) == (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "VolumeBinding")
-    assert calls == []
-    assert point_count(metrics, "PreFilter", "UnschedulableAndUnresolvable") == 1
-    fwk.run_pre_filter(CycleState(), POD, batch(fwk))
-    assert calls == ["p"]

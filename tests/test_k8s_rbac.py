@@ -10,6 +10,15 @@ and a profile whose schedulerName only this module's pods use. The service makes
   pods (the reflectors);
 * the Lease is absent at first: GET (404), create, then renewals (update);
 * a pod that fits: ``pods/binding`` create, and a ``Scheduled`` Event (events.k8s.io create);
+* a pod with two claims on a node of its own (VolumeBinding): a WaitForFirstConsumer claim with a
+  matching local volume (PreBind patches the volume's claimRef: persistentvolumes patch) and one of a
+  class with a provisioner (PreBind patches the claim's selected-node annotation:
+  persistentvolumeclaims patch). No PersistentVolume controller runs here: the test does its part as
+  the admin (``kubekit.complete_binding``, and ``provision_volume`` as the external provisioner), and
+  the pod is bound once both claims are;
+* the storage reflectors: LIST and WATCH of persistentvolumes, persistentvolumeclaims, storageclasses,
+  csinodes, csidrivers and csistoragecapacities (storage.k8s.io/v1alpha1 on this 1.20 server, which the
+  session's control plane enables; found by discovery);
 * a pod that fits nowhere: a ``FailedScheduling`` Event and the ``PodScheduled=False`` condition
   (``pods/status`` patch); then the allocatable of the test's node grows, still too little, so the pod is
   tried again (``UpdateNodeAllocatable``) and fails with the same message: the writer counts the repeat in
@@ -47,7 +56,11 @@ from kubekit import (
     SCORER_USER,
     AuditedRequest,
     Resources,
+    complete_binding,
+    delete_storage,
     find_object,
+    local_volume,
+    provision_volume,
     render_kustomization,
     run_last,
 )
@@ -77,14 +90,22 @@ DISCOVERY_PREFIXES = ("/api", "/apis", "/version", "/openapi")
 
 Kind = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 LISTED: tuple[tuple[str, str], ...] = (
-    *(("", resource) for resource in ("pods", "nodes", "namespaces", "services", "replicationcontrollers")),
-    ("apps", "replicasets"), ("apps", "statefulsets"), ("policy", "poddisruptionbudgets"))
+    *(("", resource) for resource in ("pods", "nodes", "namespaces", "services", "replicationcontrollers",
+                                      "persistentvolumes", "persistentvolumeclaims")),
+    ("apps", "replicasets"), ("apps", "statefulsets"), ("policy", "poddisruptionbudgets"),
+    *(("storage.k8s.io", resource) for resource in ("storageclasses", "csinodes", "csidrivers",
+                                                    "csistoragecapacities")))
+VOLUME_NODE = "rbac-volume-node"  # the volume pod's node: apart from NODE, where preemption happens
+VOLUME_POD, STATIC_CLAIM, DYNAMIC_CLAIM = "rbac-volumes", "rbac-static", "rbac-dynamic"
+STATIC_CLASS, DYNAMIC_CLASS, PROVISIONER = "rbac-local", "rbac-provisioned", "example.com/rbac"
+STATIC_PV, DYNAMIC_PV = "rbac-local-pv", "rbac-provisioned-pv"
 # A non-resource GET: the PodDisruptionBudgets reflector asks discovery which policy version is served
 # (/apis/policy/v1: 404 on this 1.20 server, then /apis/policy/v1beta1).
 DISCOVERY: Kind = ("", "", "get")
 SERVICE_CALLS: set[Kind] = {
     *((group, resource, verb) for group, resource in LISTED for verb in ("list", "watch")), DISCOVERY,
     ("", "pods/binding", "create"), ("", "pods/status", "patch"), ("", "pods", "delete"),
+    ("", "persistentvolumes", "patch"), ("", "persistentvolumeclaims", "patch"),
     ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
     ("coordination.k8s.io", "leases", "get"), ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update")}
@@ -149,6 +170,7 @@ class Exercise:
     bound_to: str  # the node of the pod that fits
     preempted: list[dict[str, Any]]  # the Preempted Events of the pod that fits, once the preemptor needed its room
     preemptor_bound_to: str  # the node of the preemptor, bound once its victim was gone
+    volume_pod_bound_to: str  # the node of the pod with two claims, bound once both were
     failed: dict[str, Any]  # the FailedScheduling Event (events.k8s.io/v1) once its series was patched
     condition: dict[str, Any]  # the PodScheduled condition of the pod that fits nowhere
     lease: dict[str, Any]  # the Lease after SIGTERM
@@ -168,6 +190,51 @@ def pod_scheduled(cluster: Cluster, name: str) -> dict[str, Any] | None:
 
 def events(cluster: Cluster, pod: str, reason: str) -> list[dict[str, Any]]:
     return [e for e in cluster.events(NAMESPACE, pod) if e["reason"] == reason]
+
+
+def storage_objects() -> dict[str, dict[str, Any]]:
+    """The classes, volume and claims of the volume pod, by collection path."""
+    def claim(name: str, storage_class: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                         "resources": {"requests": {"storage": "1Gi"}}}}
+
+    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
+
+    claims = f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"
+    return {f"/apis/storage.k8s.io/v1/storageclasses/{STATIC_CLASS}": storage_class(STATIC_CLASS,
+                                                                                   "kubernetes.io/no-provisioner"),
+            f"/apis/storage.k8s.io/v1/storageclasses/{DYNAMIC_CLASS}": storage_class(DYNAMIC_CLASS, PROVISIONER),
+            f"/api/v1/persistentvolumes/{STATIC_PV}": local_volume(STATIC_PV, VOLUME_NODE, storage_class=STATIC_CLASS),
+            f"{claims}/{STATIC_CLAIM}": claim(STATIC_CLAIM, STATIC_CLASS),
+            f"{claims}/{DYNAMIC_CLAIM}": claim(DYNAMIC_CLAIM, DYNAMIC_CLASS)}
+
+
+def bind_volumes(cluster: Cluster, step: Callable[[Callable[[], Any], str], Any]) -> str:
+    """The volume pod: scorer writes the static volume's claimRef and the dynamic claim's selected node;
+    the test, as the PV controller and the provisioner, binds both; scorer then binds the pod."""
+    plane = cluster.plane
+    for path, obj in storage_objects().items():
+        cluster.call("POST", path.rpartition("/")[0], obj)
+    # A new volume is Pending until the PV controller makes it Available; scorer binds only Available ones.
+    status, body = plane.request("PATCH", f"/api/v1/persistentvolumes/{STATIC_PV}/status",
+                                 b'{"status": {"phase": "Available"}}', "application/merge-patch+json")
+    assert status == 200, body
+    cluster.create_all([pod_manifest(VOLUME_POD, namespace=NAMESPACE, scheduler=SCHEDULER, spec={
+        "volumes": [{"name": "a", "persistentVolumeClaim": {"claimName": STATIC_CLAIM}},
+                    {"name": "b", "persistentVolumeClaim": {"claimName": DYNAMIC_CLAIM}}]})])
+    claims = f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"
+    step(lambda: (cluster.call("GET", f"/api/v1/persistentvolumes/{STATIC_PV}")["spec"].get("claimRef") or {})
+         .get("uid"), "the static volume's claimRef written by scorer")
+    node = step(lambda: (cluster.call("GET", f"{claims}/{DYNAMIC_CLAIM}")["metadata"].get("annotations") or {})
+                .get("volume.kubernetes.io/selected-node"), "the dynamic claim's selected node written by scorer")
+    assert node == VOLUME_NODE
+    provision_volume(plane, NAMESPACE, DYNAMIC_CLAIM, node, name=DYNAMIC_PV, provisioner=PROVISIONER)
+    complete_binding(plane, STATIC_PV, NAMESPACE, STATIC_CLAIM)
+    complete_binding(plane, DYNAMIC_PV, NAMESPACE, DYNAMIC_CLAIM)
+    return str(step(lambda: cluster.bound(NAMESPACE).get(VOLUME_POD), "the volume pod bound"))
 
 
 def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any]:
@@ -192,6 +259,7 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
             pod_manifest(FITS, namespace=NAMESPACE, scheduler=SCHEDULER,
                          spec={"nodeSelector": {"kubernetes.io/hostname": NODE}}),
             pod_manifest(FITS_NOWHERE, namespace=NAMESPACE, scheduler=SCHEDULER, cpu="100000")])
+        volume_pod_bound_to = bind_volumes(cluster, step)
         bound_to = step(lambda: cluster.bound(NAMESPACE).get(FITS), "the pod that fits bound")
         step(lambda: events(cluster, FITS, "Scheduled"), "its Scheduled event")
         step(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), "a FailedScheduling event")
@@ -219,6 +287,7 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
         lease = cluster.call("GET", f"{LEASE}/{LEASE_NAME}")
         return {"log": proc.log(), "exit_code": exit_code, "bound_to": bound_to, "failed": failed,
                 "preempted": preempted, "preemptor_bound_to": preemptor_bound_to,
+                "volume_pod_bound_to": volume_pod_bound_to,
                 "condition": condition, "lease": lease}
     finally:
         proc.stop()
@@ -252,7 +321,7 @@ def scorer_exercise(control_plane, tmp_path_factory) -> Exercise:
     workdir = tmp_path_factory.mktemp("rbac")
     cluster.ensure_namespace(NAMESPACE)
     delete(control_plane, f"{LEASE}/{LEASE_NAME}")  # absent: the elector reads 404 and creates it
-    cluster.create_all([node_manifest(NODE, cpu="4")])
+    cluster.create_all([node_manifest(NODE, cpu="4"), node_manifest(VOLUME_NODE, cpu="4")])
     start = len(control_plane.audited_requests())
     try:
         seen = run_service(control_plane, cluster, workdir)
@@ -261,9 +330,11 @@ def scorer_exercise(control_plane, tmp_path_factory) -> Exercise:
         return Exercise(requests=requests, fallback_hits=hits, fallback_events=fallback, **seen)
     finally:  # leave the shared API server as other tests expect it: no extra node, pods or Lease
         cluster.delete_pods(NAMESPACE)
-        for path in (f"/api/v1/nodes/{NODE}", f"{LEASE}/{LEASE_NAME}",
+        for path in (f"/api/v1/nodes/{NODE}", f"/api/v1/nodes/{VOLUME_NODE}", f"{LEASE}/{LEASE_NAME}",
                      f"/apis/scheduling.k8s.io/v1/priorityclasses/{PRIORITY_CLASS}"):
             delete(control_plane, path)
+        for path in (*storage_objects(), f"/api/v1/persistentvolumes/{DYNAMIC_PV}"):
+            delete_storage(control_plane, path)
 
 
 def test_the_service_made_every_call_as_the_service_account_and_was_allowed(scorer_exercise) -> None:
@@ -287,6 +358,7 @@ def test_the_calls_did_what_the_service_needs(scorer_exercise) -> None:
     assert exercise.exit_code == 0, exercise.log[-3000:]
     assert exercise.bound_to == NODE
     assert exercise.preemptor_bound_to == NODE
+    assert exercise.volume_pod_bound_to == VOLUME_NODE
     assert len(exercise.preempted) == 1 and f"on node {NODE}" in exercise.preempted[0]["note"]
     note = exercise.failed["note"]
     assert re.fullmatch(r"0/\d+ nodes are available: .*\d+ Insufficient cpu.*\.", note), note
@@ -322,6 +394,10 @@ async def test_the_service_account_may_do_nothing_else(control_plane, scorer_exe
                 ("GET", f"/apis/policy/v1beta1/namespaces/{NAMESPACE}/poddisruptionbudgets/any"),
                 ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/services/any"),
                 ("POST", "/api/v1/nodes"),
+                ("GET", f"/api/v1/persistentvolumes/{STATIC_PV}"),  # volumes: list, watch and patch only
+                ("PUT", f"/api/v1/persistentvolumes/{STATIC_PV}"),
+                ("DELETE", f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims/{STATIC_CLAIM}"),
+                ("POST", "/apis/storage.k8s.io/v1/storageclasses"),
                 ("GET", "/api/v1/secrets"),
                 ("GET", "/api/v1/configmaps")):
             response = await client.request(method, path, body={} if method in ("PUT", "POST") else None)

@@ -46,7 +46,8 @@ class Recorder:
         self.fail_on = fail_on  # a key whose add raises
 
     def _record(self, change: str, kind: str, obj: Any) -> None:
-        key = obj.key if kind == "pod" else workload_key(obj) if kind == "workload" else obj.name
+        key = (obj.key if kind == "pod" else workload_key(obj) if kind == "workload"
+               else f"{type(obj).__name__}/{obj.key}" if kind == "storage" else obj.name)
         self.events.append((change, kind, key))
         if key == self.fail_on:
             raise RuntimeError(f"handler bug on {key}")
@@ -88,6 +89,16 @@ class Recorder:
 
     def on_workload_delete(self, obj: Any) -> None:
         self._record("delete", "workload", obj)
+
+    def on_storage_add(self, obj: Any) -> None:
+        self._record("add", "storage", obj)
+
+    def on_storage_update(self, old: Any, new: Any) -> None:
+        assert type(old) is type(new) and old.key == new.key
+        self._record("update", "storage", new)
+
+    def on_storage_delete(self, obj: Any) -> None:
+        self._record("delete", "storage", obj)
 
     def of(self, prefix: str) -> list[tuple[str, str]]:
         """(change, key) of the events whose key starts with ``prefix``."""
@@ -476,6 +487,108 @@ async def test_a_resource_served_in_no_version_is_retried(caplog) -> None:
     assert "the API server serves none of /apis/policy/v1, /apis/policy/v1beta1" in warnings[0]
     assert "HTTP 503" in warnings[1]
     assert reflector.has_synced()
+
+
+def pv_json(name: str, version: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": version, "uid": f"u-{name}"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], **spec}}
+
+
+def pvc_json(name: str, version: str, namespace: str = "ns", **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, **spec}}
+
+
+async def test_volumes_and_claims_deliver_decoded_objects_to_the_storage_handlers(caplog) -> None:
+    client = PathClient(
+        [page([pv_json("pv-a", "1", storageClassName="local"),
+               pv_json("pv-bad", "1", capacity={"storage": "lots"})], "2")],
+        [FakeStream(lines=(line("MODIFIED", pv_json("pv-a", "3", storageClassName="local",
+                                                    claimRef={"namespace": "ns", "name": "data", "uid": "u1"})),
+                           line("DELETED", pv_json("pv-a", "4"))))])
+    invalid: list[str] = []
+    reflector = workload_reflector(client, "persistentvolumes",
+                                   on_invalid=lambda resource, raw, message: invalid.append(message))
+    recorder = Recorder()
+    updated: list[Any] = []
+    recorder.on_storage_update = lambda old, new: (updated.append(new),  # type: ignore[method-assign]
+                                                   Recorder._record(recorder, "update", "storage", new))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        await settle(client, reflector, recorder)
+    assert recorder.events == [("add", "storage", "PersistentVolume/pv-a"),
+                               ("update", "storage", "PersistentVolume/pv-a"),
+                               ("delete", "storage", "PersistentVolume/pv-a")]
+    assert client.paths[:2] == ["/api/v1/persistentvolumes", "watch /api/v1/persistentvolumes"]
+    [claimed] = updated
+    assert (claimed.storage_class, claimed.capacity, claimed.claim_ref.key, claimed.resource_version) == (
+        "local", 2**30, "ns/data", "3")
+    [message] = invalid
+    assert message.startswith("PersistentVolume pv-bad: spec.capacity.storage")
+    assert any("persistentvolumes reflector: invalid object" in r.getMessage() and "pv-bad" in r.getMessage()
+               for r in caplog.records)
+
+
+async def test_claims_are_keyed_by_namespace() -> None:
+    client = PathClient([page([pvc_json("data", "1", "a"), pvc_json("data", "1", "b", volumeName="pv-a")], "2")],
+                        [])
+    reflector, recorder = workload_reflector(client, "persistentvolumeclaims"), Recorder()
+    await settle(client, reflector, recorder)
+    assert client.paths[0] == "/api/v1/persistentvolumeclaims"
+    assert sorted(reflector.store) == ["a/data", "b/data"]
+    assert reflector.store["b/data"].volume_name == "pv-a"
+
+
+@pytest.mark.parametrize(("name", "path"), [
+    ("storageclasses", "/apis/storage.k8s.io/v1/storageclasses"),
+    ("csidrivers", "/apis/storage.k8s.io/v1/csidrivers"),
+    ("csinodes", "/apis/storage.k8s.io/v1/csinodes"),
+    ("persistentvolumes", "/api/v1/persistentvolumes"),
+    ("persistentvolumeclaims", "/api/v1/persistentvolumeclaims"),
+])
+def test_the_storage_resources_are_read_from_their_group_version_by_the_storage_handlers(name, path) -> None:
+    resource = RESOURCES[name]
+    assert (resource.path, resource.handler_kind, resource.fallback_paths, resource.optional) == (
+        path, "storage", (), False)
+
+
+async def test_capacities_are_read_in_the_first_version_served() -> None:
+    capacity = {"metadata": {"name": "c", "namespace": "kube-system", "resourceVersion": "1"},
+                "storageClassName": "fast", "capacity": "10Gi"}
+    client = PathClient([discovery("storageclasses"), discovery("csistoragecapacities"), page([capacity], "2")], [])
+    reflector, recorder = workload_reflector(client, "csistoragecapacities"), Recorder()
+    await settle(client, reflector, recorder)
+    path = "/apis/storage.k8s.io/v1beta1/csistoragecapacities"
+    assert client.paths == ["/apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1beta1", path, "watch " + path]
+    assert recorder.events == [("add", "storage", "CSIStorageCapacity/kube-system/c")]
+    assert reflector.store["kube-system/c"].capacity == 10 * 2**30
+
+
+async def test_an_optional_resource_served_in_no_version_is_reported_once_and_counts_as_synced(caplog) -> None:
+    """Kubernetes 1.20 serves CSIStorageCapacities only with storage.k8s.io/v1alpha1 enabled: without it the
+    reflector says so in one line, is synced with no objects (the service becomes ready) and asks nothing more."""
+    client = PathClient([ApiResponse(503, b"{}"), discovery("storageclasses", "csinodes"),
+                         discovery("volumeattachments"),
+                         NOT_FOUND], [])
+    registry = CollectorRegistry()
+    reflector = Reflector(client, RESOURCES["csistoragecapacities"], metrics=ReflectorMetrics(registry),
+                          rng=random.Random(1), min_backoff=0.01, max_backoff=0.05)
+    recorder = Recorder()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        async with running(reflector.run(recorder)):
+            await until(reflector.has_synced, "the reflector synced")
+            await asyncio.sleep(0.2)  # nothing more is asked
+            assert reflector.state() == "not served by the API server"
+    # The 503 is a failed discovery, retried; then the three versions, once.
+    assert client.paths == ["/apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1beta1",
+                            "/apis/storage.k8s.io/v1alpha1"]
+    assert recorder.events == [] and reflector.store == {} and not reflector.served
+    reports = [r for r in caplog.records if "not read" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in reports] == [(logging.INFO, (
+        "csistoragecapacities reflector: the API server serves none of /apis/storage.k8s.io/v1, "
+        "/apis/storage.k8s.io/v1beta1, /apis/storage.k8s.io/v1alpha1; csistoragecapacities are not read "
+        "(no objects of this kind)"))]
+    assert sample(registry, "scorer_reflector_lists_total", resource="csistoragecapacities") == 0
+    assert sample(registry, "scorer_reflector_last_sync_timestamp_seconds", resource="csistoragecapacities") > 0
 
 
 def test_handlers_without_a_kind_are_refused_at_once() -> None:

@@ -13,7 +13,7 @@ from test_kube_reflector import Cluster, Recorder, running, sample, until
 from scorer.cluster.interface import ClusterSource
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
-from scorer.kube.reflector import WORKLOAD_RESOURCES
+from scorer.kube.reflector import STORAGE_RESOURCES, WORKLOAD_RESOURCES
 from scorer.kube.source import ApiSource
 from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 
@@ -30,7 +30,9 @@ def test_the_source_is_a_cluster_source_and_checks_its_arguments() -> None:
     source = ApiSource(client, on_invalid=callback)
     assert isinstance(source, ClusterSource)
     assert list(source.reflectors) == ["namespaces", "services", "replicationcontrollers", "replicasets",
-                                       "statefulsets", "poddisruptionbudgets", "nodes", "pods"]
+                                       "statefulsets", "poddisruptionbudgets", "nodes", "storageclasses",
+                                       "csidrivers", "csinodes", "csistoragecapacities", "persistentvolumes",
+                                       "persistentvolumeclaims", "pods"]
     assert all(r.on_invalid is callback for r in source.reflectors.values())
     assert set(source.status().values()) == {"not started"}
     assert not source.has_synced()
@@ -67,14 +69,81 @@ async def test_namespaces_then_workloads_then_nodes_then_pods_are_delivered_in_t
         await asyncio.wait_for(source.wait_for_sync(), 15)
         assert source.has_synced()
         kinds = [kind for _, kind, _ in recorder.events]
-        assert kinds == sorted(kinds, key=["namespace", "workload", "node", "pod"].index)
+        assert kinds == sorted(kinds, key=["namespace", "workload", "node", "storage", "pod"].index)
         assert {"src-order", "Service/src-order/web", "src-node", "src-order/p"} <= {
             key for _, _, key in recorder.events}
         await until(lambda: set(source.status().values()) == {"watching"}, "every watch")
     for resource in source.reflectors:
         assert sample(registry, "scorer_reflector_lists_total", resource=resource) == 1
-    # kube-apiserver 1.20 serves PodDisruptionBudgets in policy/v1beta1 only.
+    # kube-apiserver 1.20 serves PodDisruptionBudgets in policy/v1beta1 only, CSIStorageCapacities in
+    # storage.k8s.io/v1alpha1 only (the session's control plane enables it: kubekit).
     assert source.reflectors["poddisruptionbudgets"].path == "/apis/policy/v1beta1/poddisruptionbudgets"
+    assert source.reflectors["csistoragecapacities"].path == "/apis/storage.k8s.io/v1alpha1/csistoragecapacities"
+
+
+@kube
+async def test_storage_objects_made_through_the_api_reach_the_cache(control_plane, fault_proxy,
+                                                                   proxied_client) -> None:
+    """A StorageClass, a PV, a PVC, a CSINode, a CSIDriver and a CSIStorageCapacity arrive in cache.volumes
+    through the storage handlers, and so do an update and the deletes."""
+    ns = "src-storage"
+    cluster = Cluster(control_plane)
+    cluster.namespace(ns)
+    objects = {
+        "/apis/storage.k8s.io/v1/storageclasses": {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "src-local"},
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+        "/api/v1/persistentvolumes": {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "src-pv"},
+            "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "src-local",
+                     "local": {"path": "/mnt/disk"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": ["src-node"]}]}]}}}},
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "src-local",
+                     "resources": {"requests": {"storage": "1Gi"}}}},
+        "/apis/storage.k8s.io/v1/csinodes": {
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "src-node"},
+            "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 1}}]}},
+        "/apis/storage.k8s.io/v1/csidrivers": {
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "src.csi.example.com"},
+            "spec": {"attachRequired": False}},
+        f"/apis/storage.k8s.io/v1alpha1/namespaces/{ns}/csistoragecapacities": {
+            "apiVersion": "storage.k8s.io/v1alpha1", "kind": "CSIStorageCapacity", "metadata": {"name": "cap"},
+            "storageClassName": "src-local", "capacity": "10Gi"},
+    }
+    for path, obj in objects.items():
+        cluster.call("POST", path, obj)
+    asm, _ = build(None, [], [])
+    source = ApiSource(proxied_client, resources=("namespaces", *STORAGE_RESOURCES))
+    volumes = asm.cache.volumes
+    try:
+        async with running(source.run(asm.handlers)):
+            await asyncio.wait_for(source.wait_for_sync(), 15)
+            assert volumes.classes["src-local"].volume_binding_mode == "WaitForFirstConsumer"
+            assert volumes.pvs["src-pv"].capacity == 2 * 2**30
+            assert volumes.pvcs[f"{ns}/data"].request == 2**30
+            assert volumes.csi_nodes["src-node"].limits() == {"ebs.csi.aws.com": 1}
+            assert volumes.csi_drivers["src.csi.example.com"].attach_required is False
+            assert volumes.capacities[f"{ns}/cap"].capacity == 10 * 2**30
+            cluster.call("PATCH", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data",
+                         {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "src-node"}}})
+            await until(lambda: volumes.pvcs[f"{ns}/data"].selected_node == "src-node", "the update")
+            for path, obj in objects.items():
+                item = f"{path}/{obj['metadata']['name']}"
+                cluster.call("DELETE", item)
+                if obj["kind"] in ("PersistentVolume", "PersistentVolumeClaim"):
+                    # No protection controller runs here to drop the pv/pvc-protection finalizers.
+                    cluster.call("PATCH", item, {"metadata": {"finalizers": None}}, expect=(200, 404))
+            await until(lambda: not volumes.pvcs.get(f"{ns}/data") and "src-pv" not in volumes.pvs
+                        and "src-local" not in volumes.classes and "src-node" not in volumes.csi_nodes
+                        and not volumes.capacities.get(f"{ns}/cap"), "the deletes")
+    finally:
+        for path, obj in objects.items():
+            item = f"{path}/{obj['metadata']['name']}"
+            control_plane.request("DELETE", item)
+            control_plane.request("PATCH", item, b'{"metadata": {"finalizers": null}}', "application/merge-patch+json")
 
 
 @kube

@@ -321,3 +321,96 @@ async def test_delete_pod_matches_the_uid_and_accepts_a_pod_already_gone(control
         status, _ = control_plane.request("GET", "/api/v1/namespaces/default/pods/w-victim")
         assert status == 404
         await writer.delete_pod(pod)  # 404: already gone, fine
+
+
+# --- VolumeBinding's writes: PersistentVolumes and PersistentVolumeClaims ---------------------------------
+
+
+def volume_manifest(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "annotations": {"team": "storage"}},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "w-local",
+                     "hostPath": {"path": "/tmp/" + name}}}
+
+
+def claim_manifest(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "w-local",
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+@kube
+async def test_a_volume_gets_its_claim_ref_and_annotations_and_a_stale_write_conflicts(control_plane) -> None:
+    from scorer.cluster.interface import UpdateConflict, VolumeWriter
+    from scorer.model import ClaimRef, storage_from_dict
+
+    pv = storage_from_dict(create(control_plane, "PV", "/api/v1/persistentvolumes", volume_manifest("w-pv")))
+    pvc = storage_from_dict(create(control_plane, "PVC", "/api/v1/namespaces/default/persistentvolumeclaims",
+                                   claim_manifest("w-claim")))
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
+        writer = ApiWriter(client)
+        assert isinstance(writer, VolumeWriter)
+        claimed = attrs.evolve(pv, claim_ref=ClaimRef(namespace="default", name="w-claim", uid=pvc.uid,
+                                                      resource_version=pvc.resource_version),
+                               annotations={**pv.annotations, "pv.kubernetes.io/bound-by-controller": "yes"})
+        stored = await writer.update_persistent_volume(claimed)
+        assert stored.claim_ref == claimed.claim_ref
+        assert stored.annotations == {"team": "storage", "pv.kubernetes.io/bound-by-controller": "yes"}
+        assert int(stored.resource_version) > int(pv.resource_version)
+        status, raw = control_plane.request("GET", "/api/v1/persistentvolumes/w-pv")
+        claim_ref = json.loads(raw)["spec"]["claimRef"]
+        assert claim_ref == {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default",
+                             "name": "w-claim", "uid": pvc.uid, "resourceVersion": pvc.resource_version}
+        # The same write again carries the old resourceVersion: the server refuses it, nothing changes.
+        with pytest.raises(UpdateConflict, match="409"):
+            await writer.update_persistent_volume(attrs.evolve(claimed, annotations={"other": "x"}))
+        status, raw = control_plane.request("GET", "/api/v1/persistentvolumes/w-pv")
+        assert "other" not in json.loads(raw)["metadata"]["annotations"]
+        with pytest.raises(UpdateConflict, match="404"):
+            await writer.update_persistent_volume(attrs.evolve(claimed, name="w-pv-gone"))
+
+        selected = attrs.evolve(pvc, annotations={"volume.kubernetes.io/selected-node": "node-2"})
+        stored_claim = await writer.update_persistent_volume_claim(selected)
+        assert stored_claim.selected_node == "node-2" and stored_claim.key == "default/w-claim"
+        with pytest.raises(UpdateConflict, match="409"):
+            await writer.update_persistent_volume_claim(selected)  # stale now
+    for path in ("/api/v1/persistentvolumes/w-pv", "/api/v1/namespaces/default/persistentvolumeclaims/w-claim"):
+        control_plane.request("DELETE", path)  # then the protection finalizers, which no controller drops here
+        control_plane.request("PATCH", path, b'{"metadata": {"finalizers": null}}', "application/merge-patch+json")
+
+
+class _Scripted:
+    """A client that answers every request with one response and records what it was sent."""
+
+    def __init__(self, response: ApiResponse) -> None:
+        self.response = response
+        self.sent: list[tuple[str, str, Any, str]] = []
+
+    async def request(self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
+                      **kwargs: object) -> ApiResponse:
+        self.sent.append((method, path, body, content_type))
+        return self.response
+
+
+async def test_volume_writes_are_merge_patches_with_the_resource_version_and_failures_are_retryable() -> None:
+    from scorer.model import ClaimRef, PersistentVolume, PersistentVolumeClaim
+
+    pv = PersistentVolume(name="pv", resource_version="7", annotations={"a": "b"},
+                          claim_ref=ClaimRef(namespace="ns", name="c", uid="u", resource_version="3"))
+    answer = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv", "resourceVersion": "8"},
+              "spec": {}}
+    client = _Scripted(ApiResponse(200, json.dumps(answer).encode()))
+    stored = await ApiWriter(client).update_persistent_volume(pv)  # type: ignore[arg-type]
+    assert stored.resource_version == "8"
+    assert client.sent == [("PATCH", "/api/v1/persistentvolumes/pv", {
+        "metadata": {"resourceVersion": "7", "annotations": {"a": "b"}},
+        "spec": {"claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "ns", "name": "c",
+                              "uid": "u", "resourceVersion": "3"}}}, "application/merge-patch+json")]
+    pvc = PersistentVolumeClaim(namespace="ns", name="c", resource_version="3", annotations={"x": "y"})
+    for status in (500, 429):
+        client = _Scripted(ApiResponse(status, b'{"message": "busy"}'))
+        with pytest.raises(ApiUnavailable, match=f"PersistentVolumeClaim ns/c: HTTP {status}: busy"):
+            await ApiWriter(client).update_persistent_volume_claim(pvc)  # type: ignore[arg-type]
+        assert client.sent == [("PATCH", "/api/v1/namespaces/ns/persistentvolumeclaims/c",
+                                {"metadata": {"resourceVersion": "3", "annotations": {"x": "y"}}},
+                                "application/merge-patch+json")]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 
 import orjson
 import pytest
-from kubekit import SCORER_USER, ControlPlane, parse_audit_log
+from kubekit import PV_BINDER_USER, SCORER_USER, ControllerManager, ControlPlane, parse_audit_log
 
 from scorer.kube.client import ApiClient
 from scorer.kube.config import load_kubeconfig
@@ -99,3 +100,42 @@ def test_a_control_plane_can_run_without_the_audit_log(tmp_path) -> None:
     assert not any(arg.startswith("--audit") for arg in without.apiserver_argv(1))
     with pytest.raises(RuntimeError, match="audit=False"):
         without.audited_requests()
+
+
+@kube
+def test_the_controller_manager_binds_a_claim_to_a_matching_volume_as_its_own_service_account(
+        control_plane, tmp_path) -> None:
+    """kube-controller-manager with the PersistentVolume controller alone: a claim and a volume that
+    match are bound both ways within seconds (the controller resyncs every second), by the controller's
+    service account, and the controller is gone after stop()."""
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "kit-pv"},
+              "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "storageClassName": "kit-manual", "hostPath": {"path": "/tmp/kit-pv"}}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "kit-claim", "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "kit-manual",
+                      "resources": {"requests": {"storage": "1Gi"}}}}
+    manager = ControllerManager(control_plane, tmp_path)
+    assert "--controllers=persistentvolume-binder" in manager.argv() and "--leader-elect=false" in manager.argv()
+    with manager:
+        assert control_plane.request("POST", "/api/v1/persistentvolumes", json.dumps(volume).encode())[0] == 201
+        assert control_plane.request("POST", "/api/v1/namespaces/default/persistentvolumeclaims",
+                                     json.dumps(claim).encode())[0] == 201
+        deadline = time.monotonic() + 30
+        while True:
+            _, body = control_plane.request("GET", "/api/v1/namespaces/default/persistentvolumeclaims/kit-claim")
+            bound = json.loads(body)
+            if bound["status"].get("phase") == "Bound" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (bound["status"].get("phase"), bound["spec"].get("volumeName")) == ("Bound", "kit-pv"), (
+            manager.log_tail())
+        process = manager.process
+    assert manager.process is None and process is not None and process.poll() is not None
+    writes = [r for r in control_plane.audited_requests() if r.user == PV_BINDER_USER and r.verb in ("update", "patch")]
+    assert {(r.resource, r.name) for r in writes} >= {("persistentvolumes", "kit-pv"),
+                                                      ("persistentvolumeclaims", "kit-claim")}
+    assert not [r for r in writes if r.denied]
+    for path in ("/api/v1/namespaces/default/persistentvolumeclaims/kit-claim", "/api/v1/persistentvolumes/kit-pv"):
+        control_plane.request("DELETE", path)
+        control_plane.request("PATCH", path, b'{"metadata": {"finalizers": null}}', "application/merge-patch+json")

@@ -1155,12 +1155,14 @@ def test_object_from_dict_dispatches_on_kind() -> None:
         (
             {"kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}},
             'Deployment shop/web: kind: unsupported kind "Deployment", expected one of Pod, Node, '
-            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget",
+            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget, "
+            "StorageClass, CSIDriver, CSINode, CSIStorageCapacity, PersistentVolume, PersistentVolumeClaim",
         ),
         (
             {"kind": "ClusterRole", "metadata": {"name": "admin"}},
             'ClusterRole admin: kind: unsupported kind "ClusterRole", expected one of Pod, Node, '
-            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget",
+            "Namespace, Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget, "
+            "StorageClass, CSIDriver, CSINode, CSIStorageCapacity, PersistentVolume, PersistentVolumeClaim",
         ),
         (
             {"metadata": {"name": "web"}},

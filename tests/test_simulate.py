@@ -9,7 +9,7 @@ from schedkit import Plugins, config_with
 from scorer.model import LoadedObjects
 from scorer.registry import build_registry
 from scorer.simulate import simulate
-from scorer.testing import make_node, make_pod
+from scorer.testing import make_node, make_pod, make_pv, make_pvc, make_storage_class
 
 
 class AlwaysFails:
@@ -64,15 +64,53 @@ def test_pods_with_required_anti_affinity_are_placed_apart_by_inter_pod_affinity
     assert report.placed == 2 and report.unschedulable == 1 and report.errors == 0
 
 
-def test_a_pod_with_a_claim_is_not_placed_and_its_message_names_the_plugin():
+def test_a_pod_whose_claim_does_not_exist_is_not_placed_and_its_message_names_the_claim():
     claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}
     pods = [make_pod("web-0", labels={"app": "web"}, spec=claim), make_pod("plain")]
     report = simulate(LoadedObjects(nodes=[make_node("n1"), make_node("n2")], pods=pods), autoload=False)
     by_pod = {p.pod: p for p in report.placements}
     assert by_pod["default/plain"].node is not None
     assert by_pod["default/web-0"].node is None
-    message = ("0/2 nodes are available: pod has a volume backed by a PersistentVolumeClaim, which needs the "
-               "VolumeBinding plugin; scorer does not implement it yet, so the pod is not placed.")
+    message = ('0/2 nodes are available: persistentvolumeclaim "data-web-0" not found. preemption: 0/2 nodes '
+               "are available: 2 Preemption is not helpful for scheduling.")
     assert by_pod["default/web-0"].message == message
     assert report.placed == 1 and report.unschedulable == 1 and report.errors == 0
     assert {e.note for e in report.cluster.events if e.reason == "FailedScheduling"} == {message}
+
+
+def _claim_pod(name, claim):
+    return make_pod(name, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}])
+
+
+def test_wait_for_first_consumer_claims_take_free_volumes_in_turn_and_later_pods_see_them_taken():
+    """Two local PVs on n1, none on n2: the first two pods each bind one (in memory, as the PersistentVolume
+    controller would), the third finds none left and says so per node."""
+    hostname = "kubernetes.io/hostname"
+    nodes = [make_node("n1", labels={hostname: "n1"}), make_node("n2", labels={hostname: "n2"})]
+    storage = [make_storage_class("local", binding_mode="WaitForFirstConsumer"),
+               make_pv("pv-a", storage_class="local", node_affinity={hostname: ["n1"]}),
+               make_pv("pv-b", storage_class="local", node_affinity={hostname: ["n1"]})]
+    storage += [make_pvc(f"data-{i}", storage_class="local") for i in range(3)]
+    pods = [_claim_pod(f"db-{i}", f"data-{i}") for i in range(3)]
+    report = simulate(LoadedObjects(nodes=nodes, pods=pods, storage=storage), autoload=False)
+    by_pod = {p.pod: p for p in report.placements}
+    assert [by_pod[f"default/db-{i}"].node for i in range(3)] == ["n1", "n1", None]
+    volumes = {by_pod["default/db-0"].volumes, by_pod["default/db-1"].volumes}
+    assert volumes == {(("data-0", "pv-a"),), (("data-1", "pv-b"),)} or \
+        volumes == {(("data-0", "pv-b"),), (("data-1", "pv-a"),)}
+    assert by_pod["default/db-2"].message.startswith(
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind.")
+    assert report.cluster.pvc("default/data-2").volume_name == ""
+
+
+def test_a_claim_to_provision_is_provisioned_on_the_chosen_node():
+    nodes = [make_node("n1", labels={"kubernetes.io/hostname": "n1"})]
+    storage = [make_storage_class("fast", provisioner="example.com/fast", binding_mode="WaitForFirstConsumer"),
+               make_pvc("data", storage_class="fast")]
+    report = simulate(LoadedObjects(nodes=nodes, pods=[_claim_pod("db", "data")], storage=storage),
+                      autoload=False)
+    [placement] = report.placements
+    claim = report.cluster.pvc("default/data")
+    assert placement.node == "n1" and claim.fully_bound and claim.selected_node == "n1"
+    assert placement.volumes == (("data", claim.volume_name),)
+    assert report.cluster.pv(claim.volume_name).node_affinity.matches(nodes[0])

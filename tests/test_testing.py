@@ -59,3 +59,39 @@ async def test_schedule_pending_schedules_every_active_pod_and_flushes_events():
     assert [(t.pod.name, t.outcome) for t in turns] == [("a", "binding"), ("b", "unschedulable")]
     assert turns[0].binding.result() is True
     assert [e.reason for e in cluster.events] == ["Scheduled", "FailedScheduling"]
+
+
+def test_storage_builders_and_make_cache_with_storage():
+    from scorer.testing import make_cache, make_csinode, make_pv, make_pvc, make_storage_class
+
+    pv = make_pv("pv-1", storage_class="local", claim="shop/data", node_affinity={"kubernetes.io/hostname": ["n1"]},
+                 csi_driver="local.csi")
+    assert pv.capacity == 10 << 30 and pv.access_modes == ("ReadWriteOnce",) and pv.phase == "Bound"
+    assert pv.claim_ref is not None and (pv.claim_ref.key, pv.claim_ref.uid) == ("shop/data", "uid-shop-data")
+    assert pv.node_affinity is not None
+    assert pv.node_affinity.matches(make_node("n1", labels={"kubernetes.io/hostname": "n1"}))
+    assert (pv.csi_driver, pv.csi_handle) == ("local.csi", "pv-1")
+    assert make_pv("free").phase == "Available" and make_pv("free").claim_ref is None
+
+    claim = make_pvc("data", namespace="shop", storage_class="local", volume_name="pv-1")
+    assert claim.uid == "uid-shop-data" and claim.request == 1 << 30 and claim.fully_bound and claim.phase == "Bound"
+    pending = make_pvc("other")
+    assert pending.storage_class == "" and not pending.fully_bound and pending.phase == "Pending"
+
+    storage_class = make_storage_class("local", binding_mode="WaitForFirstConsumer", allowed_topologies={"zone": ["a"]})
+    assert storage_class.provisioner == "kubernetes.io/no-provisioner"
+    assert storage_class.allowed_topologies[0].matches({"zone": "a"})
+    assert make_storage_class("x").volume_binding_mode == "Immediate"
+
+    csinode = make_csinode("n1", drivers={"local.csi": 2, "other": None}, migrated_plugins=["kubernetes.io/gce-pd"])
+    assert csinode.limits() == {"local.csi": 2} and csinode.migrated_plugins == {"kubernetes.io/gce-pd"}
+
+    cache = make_cache([make_node("n1")], storage=[storage_class, pv, claim, csinode])
+    assert cache.volumes.pv("pv-1") == pv and cache.volumes.pvc("shop/data") == claim
+    assert cache.volumes.classes["local"] == storage_class and cache.volumes.csi_nodes["n1"] == csinode
+
+
+def test_make_pod_takes_volumes():
+    pod = make_pod("p", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                                 {"name": "tmp", "emptyDir": {}}])
+    assert pod.pvc_claims == ("data",) and [v.source for v in pod.volumes] == ["persistentVolumeClaim", "emptyDir"]

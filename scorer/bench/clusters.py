@@ -11,6 +11,16 @@ use ``sched-0`` for init pods and ``sched-1`` for measured ones, as
 scheduler_perf does); the Namespaces come with them, so the same Setup can be
 created through a real API server.
 
+The volume shapes (scheduler_perf's SchedulingInTreePVs / SchedulingCSIPVs
+way: one claim per measured pod) add the storage objects to ``Setup.storage``:
+``volumes`` gives each measured pod a claim pre-bound to a local PersistentVolume
+whose node affinity names one node (round-robin), so VolumeBinding pins the pod
+there; ``volumes-wait`` gives each a WaitForFirstConsumer claim of a
+``kubernetes.io/no-provisioner`` class and one Available local PV per measured
+pod, round-robin over the nodes, so VolumeBinding matches a free PV per node and
+binds it at PreBind (end to end, the PersistentVolume controller completes the
+binding).
+
 A metric-driven profile (anything but ``default``) gets a generated metrics
 snapshot in ``Setup.metrics``: every node a CPU utilization of 5-95% and a
 network receive rate of 0.1-100 MB/s, from the seed.
@@ -45,7 +55,8 @@ def build_setup(workload: Workload, nodes: int, pods: int, seed: int = 0) -> Set
     build = _SHAPES[workload.shape]
     setup = build(_Context(workload, names, workload.init_pods.number(nodes), pods, scheduler_name(workload)))
     snapshot = metrics_snapshot(names, seed) if workload.profile != "default" else None
-    return Setup(node_objects, setup.init, setup.measured, setup.namespaces, setup.workloads, snapshot)
+    return Setup(node_objects, setup.init, setup.measured, setup.namespaces, setup.workloads, snapshot,
+                 storage=setup.storage)
 
 
 def make_nodes(count: int, shape: NodeShape) -> list[Json]:
@@ -78,6 +89,7 @@ def make_pod(
     spread: list[Json] | None = None,
     owner: Json | None = None,
     port: bool = False,
+    claim: str = "",
 ) -> Json:
     """scheduler_perf's pod templates: one pause container, requests = limits."""
     amounts = {"cpu": resources.cpu, "memory": resources.memory}
@@ -93,6 +105,8 @@ def make_pod(
         spec["affinity"] = affinity
     if spread is not None:
         spec["topologySpreadConstraints"] = spread
+    if claim:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     meta: Json = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}", "labels": dict(labels or {})}
     if owner is not None:
         meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
@@ -227,6 +241,70 @@ def _preemption(ctx: _Context) -> Setup:
     return Setup([], init, measured, [namespace(NAMESPACE)])
 
 
+VOLUME_SIZE = "1Gi"
+WAIT_CLASS = "local-wait"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+
+
+def _local_pv(name: str, node: str, storage_class: str, claim: Json | None) -> Json:
+    """A local PersistentVolume on ``node`` (the node affinity a local volume must have); pre-bound to
+    ``claim`` when given, else Available (the phase the PersistentVolume controller gives a new PV)."""
+    spec: Json = {
+        "capacity": {"storage": VOLUME_SIZE}, "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": storage_class,
+        "volumeMode": "Filesystem", "local": {"path": f"/mnt/disks/{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}]}},
+    }
+    if claim is not None:
+        meta = claim["metadata"]
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": meta["namespace"],
+                            "name": meta["name"], "uid": meta["uid"]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "uid": f"uid-{name}"},
+            "spec": spec, "status": {"phase": "Bound" if claim is not None else "Available"}}
+
+
+def _claim(name: str, storage_class: str, volume: str = "") -> Json:
+    """A claim of ``VOLUME_SIZE``; with ``volume`` bound to it (as the PersistentVolume controller leaves it)."""
+    meta: Json = {"name": name, "namespace": NAMESPACE, "uid": f"uid-{NAMESPACE}-{name}"}
+    spec: Json = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": VOLUME_SIZE}},
+                  "storageClassName": storage_class, "volumeMode": "Filesystem"}
+    status: Json = {"phase": "Pending"}
+    if volume:
+        meta["annotations"] = {ANN_BIND_COMPLETED: "yes"}
+        spec["volumeName"] = volume
+        status = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": VOLUME_SIZE}}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec, "status": status}
+
+
+def _volumes(ctx: _Context) -> Setup:
+    """Each measured pod with its own claim, pre-bound to a local PV on node k mod N (InTreePVs' shape with
+    node affinity): VolumeBinding's Filter passes that node alone."""
+    storage: list[Json] = []
+    measured = []
+    for k in range(ctx.measured):
+        claim = _claim(f"claim-{k:06d}", "", volume=f"pv-{k:06d}")
+        storage += [_local_pv(f"pv-{k:06d}", ctx.nodes[k % len(ctx.nodes)], "", claim), claim]
+        measured.append(ctx.measured_pod(k, claim=claim["metadata"]["name"]))
+    return Setup([], ctx.plain_init(), measured, [namespace(NAMESPACE)], storage=storage)
+
+
+def _volumes_wait(ctx: _Context) -> Setup:
+    """Each measured pod with its own unbound claim of a WaitForFirstConsumer class without a provisioner, and
+    one Available local PV per measured pod round-robin over the nodes: VolumeBinding finds a free PV per
+    node, Reserve assumes the chosen one, PreBind writes its claimRef."""
+    wait_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": WAIT_CLASS},
+                  "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
+                  "reclaimPolicy": "Retain"}
+    storage: list[Json] = [wait_class]
+    measured = []
+    for k in range(ctx.measured):
+        claim = _claim(f"claim-{k:06d}", WAIT_CLASS)
+        storage += [_local_pv(f"pv-{k:06d}", ctx.nodes[k % len(ctx.nodes)], WAIT_CLASS, None), claim]
+        measured.append(ctx.measured_pod(k, claim=claim["metadata"]["name"]))
+    return Setup([], ctx.plain_init(), measured, [namespace(NAMESPACE)], storage=storage)
+
+
 _SHAPES: dict[str, Callable[[_Context], Setup]] = {
     "plain": _plain,
     "node-affinity": _node_affinity,
@@ -237,4 +315,6 @@ _SHAPES: dict[str, Callable[[_Context], Setup]] = {
     "topology-spread": _topology_spread,
     "default-spreading": _default_spreading,
     "preemption": _preemption,
+    "volumes": _volumes,
+    "volumes-wait": _volumes_wait,
 }

@@ -17,8 +17,10 @@ openssl likewise, then on ``PATH``.
 ``ETCD_*`` variable as a flag) and the API server with fresh serving
 certificates, a service-account key and static bearer tokens, on free
 loopback ports; ``kubeconfig`` is an admin kubeconfig for clients. There is no
-controller-manager, scheduler or kubelet: nodes are plain objects and pods stay
-pending until something binds them. Admission plugins that would need a
+scheduler or kubelet: nodes are plain objects and pods stay pending until
+something binds them. ``ControllerManager`` runs kube-controller-manager with
+chosen controllers only (the volume workloads and tests run its PersistentVolume
+binder, which completes the bindings VolumeBinding starts). Admission plugins that would need a
 controller (ServiceAccount, TaintNodesByCondition) are disabled. Every wait is
 bounded; ``stop()`` ends both processes (SIGTERM, then SIGKILL).
 """
@@ -49,6 +51,8 @@ INSTALL_HINT = ("run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BI
 TOKEN = "scorer-test-token"  # the admin's bearer token (user scorer-test in system:masters)
 ADMIN_USER = "scorer-test"
 READY_TIMEOUT = 90.0  # seconds for /healthz; about 10 s on 2 cores
+CONTROLLER_READY_TIMEOUT = 60.0  # seconds for kube-controller-manager's /healthz
+PV_BINDER = "persistentvolume-binder"
 
 
 @functools.cache
@@ -281,6 +285,79 @@ class ControlPlane:
             end_process(self.processes.pop())
 
     def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class ControllerManager:
+    """kube-controller-manager v1.20.2 against an API server (``kubeconfig``) running only ``controllers``
+    (by default the PersistentVolume binder, resyncing every ``sync_period``).
+
+    No leader election, no HTTPS (``--secure-port=0``); its health on a free loopback port (1.20's insecure
+    ``--port``, deprecated but the only way to see it is up without certificates). ``start()`` waits
+    (bounded) for ``/healthz``; ``stop()`` ends it. Its output is in ``workdir``.
+    """
+
+    def __init__(self, binary: str, kubeconfig: Path, workdir: Path, *, controllers: Sequence[str] = (PV_BINDER,),
+                 sync_period: str = "1s") -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        self.workdir = workdir
+        self.controllers = tuple(controllers)
+        self.sync_period = sync_period
+        self.port = free_port()
+        self.log_path = workdir / "kube-controller-manager.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def argv(self) -> list[str]:
+        return [self.binary, f"--kubeconfig={self.kubeconfig}", f"--controllers={','.join(self.controllers)}",
+                "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--address=127.0.0.1",
+                f"--port={self.port}", f"--pvclaimbinder-sync-period={self.sync_period}", "--v=2"]
+
+    def start(self) -> ControllerManager:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            try:
+                self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL)
+            except OSError as error:
+                raise ControlPlaneError(f"cannot run {self.binary}: {error}") from error
+        deadline = time.monotonic() + CONTROLLER_READY_TIMEOUT
+        try:
+            while not self.healthy():
+                if self.process.poll() is not None:
+                    raise ControlPlaneError(f"kube-controller-manager exited with {self.process.returncode}: "
+                                            f"{self.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"kube-controller-manager not healthy within "
+                                            f"{CONTROLLER_READY_TIMEOUT:.0f} s: {self.log_tail()}")
+                time.sleep(0.3)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no output)"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            end_process(self.process)
+            self.process = None
+
+    def __enter__(self) -> ControllerManager:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

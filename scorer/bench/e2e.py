@@ -85,9 +85,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from scorer.bench.controlplane import (
     KUBE_VERSION,
     TOKEN,
+    ControllerManager,
     ControlPlane,
     ControlPlaneError,
     end_process,
+    find_binary,
     free_port,
     kube_binaries,
     tmpfs_dir,
@@ -116,6 +118,7 @@ CONNECTIONS = 64  # concurrent keep-alive connections creating the objects
 STALL_SECONDS = 30.0  # no bind for this long: the rest are unscheduled
 FIRST_BIND_SECONDS = 300.0  # the same before the first bind (start-up and the initial LISTs of a large cluster)
 WATCH_READY_SECONDS = 30.0
+VOLUMES_SYNC_SECONDS = 120.0  # for the PersistentVolume controller to give thousands of new volumes a phase
 SCRAPE_SECONDS = 5.0  # to wait for the attempt and Bind histograms to count every bound pod
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
 BUILD_HINT = "run 'bash scripts/build-kube.sh' as root (or set SCORER_KUBE_BIN to a directory with it)"
@@ -353,6 +356,12 @@ def v1beta1_args(profile: ResolvedProfile, fit: dict[str, Any]) -> Iterator[tupl
             yield name, spread_args(args)
         elif name in ("DefaultPreemption", "NodeAffinity"):
             yield name, args  # the same fields in v1beta1 (1.20)
+        elif name == "VolumeBinding":
+            timeout = args.get("bindTimeoutSeconds", 600)
+            if timeout <= 0:  # 1.20's plugin refuses it at start-up ("must be positive integer")
+                raise E2EError(f"VolumeBinding's bindTimeoutSeconds {timeout} is refused by {KUBE_VERSION} "
+                               "(it must be positive there)")
+            yield name, {"bindTimeoutSeconds": timeout}
         else:
             raise E2EError(f"{name}'s args have no v1beta1 form for kube-scheduler {KUBE_VERSION}")
 
@@ -414,6 +423,14 @@ COLLECTIONS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "Service"): ("v1", "/api/v1/services", True),
     ("v1", "ReplicationController"): ("v1", "/api/v1/replicationcontrollers", True),
     ("v1", "PersistentVolumeClaim"): ("v1", "/api/v1/persistentvolumeclaims", True),
+    ("v1", "PersistentVolume"): ("v1", "/api/v1/persistentvolumes", False),
+    ("storage.k8s.io/v1", "StorageClass"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/storageclasses", False),
+    ("storage.k8s.io/v1beta1", "StorageClass"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/storageclasses",
+                                                 False),
+    ("storage.k8s.io/v1", "CSINode"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csinodes", False),
+    ("storage.k8s.io/v1beta1", "CSINode"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csinodes", False),
+    ("storage.k8s.io/v1", "CSIDriver"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers", False),
+    ("storage.k8s.io/v1beta1", "CSIDriver"): ("storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers", False),
     ("apps/v1", "ReplicaSet"): ("apps/v1", "/apis/apps/v1/replicasets", True),
     ("apps/v1", "StatefulSet"): ("apps/v1", "/apis/apps/v1/statefulsets", True),
     ("apps/v1", "Deployment"): ("apps/v1", "/apis/apps/v1/deployments", True),
@@ -477,6 +494,7 @@ class Objects:
 
     first: list[Request]  # namespaces, PriorityClasses
     workloads: list[Request]
+    storage: list[Request]  # StorageClasses, PersistentVolumes, PersistentVolumeClaims
     nodes: list[Request]
     init: list[Request]
     measured: list[Request]
@@ -491,14 +509,15 @@ def setup_objects(setup: Setup) -> Objects:
     for obj in setup.workloads:
         if obj.get("kind") == "PriorityClass":
             classes[obj["metadata"]["name"]] = dict(obj)
+    storage = [request_for(obj) for obj in setup.storage]
     namespaces = {(ns.get("metadata") or {}).get("name"): ns for ns in setup.namespaces}
-    for request in (*workloads, *init, *measured):
+    for request in (*workloads, *storage, *init, *measured):
         name = request.body["metadata"].get("namespace")
         if name and name not in namespaces:
             namespaces[name] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     first = [request_for({**ns, "status": {}}) for ns in namespaces.values()]
     first += [request_for(cls) for cls in classes.values()]
-    return Objects(first=first, workloads=workloads, nodes=[request_for(node) for node in setup.nodes],
+    return Objects(first=first, workloads=workloads, storage=storage, nodes=[request_for(node) for node in setup.nodes],
                    init=init, measured=measured,
                    keys=[(r.body["metadata"]["namespace"], r.body["metadata"]["name"]) for r in measured])
 
@@ -946,6 +965,7 @@ class Run:
     point: dict[str, Any]
     workdir: Path = attrs.field(factory=lambda: Path(tempfile.mkdtemp(prefix="scorer-e2e-", dir=tmpfs_dir())))
     plane: ControlPlane | None = None
+    controllers: ControllerManager | None = None  # the PersistentVolume controller, for setups with volumes
     scheduler: subprocess.Popen[bytes] | None = None
     port: int = 0  # the scheduler's /metrics
     extender: subprocess.Popen[bytes] | None = None  # kube-scheduler's extender (EXTENDED points)
@@ -1035,6 +1055,8 @@ class Run:
             self.point["check"]["exit_code"] = code
         if self.extender is not None:  # after kube-scheduler, which would fail its pods without it
             self.point["check"]["extender_exit_code"] = end_process(self.extender)
+        if self.controllers is not None:
+            self.controllers.stop()
         if self.plane is not None:
             self.plane.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -1051,6 +1073,8 @@ def run_e2e_point(setup: Setup, spec: PointSpec, *, config_path: str | None, qps
         run.plane = ControlPlane(run.workdir / "plane", extra_args=(f"--service-cluster-ip-range={SERVICE_RANGE}",))
         command = run.write_config(free_port())  # a configuration that cannot be made fails before anything starts
         run.plane.start()
+        if setup.storage:
+            run.controllers = start_volume_controller(run.plane, run.workdir)
         asyncio.run(measure(run, command))
     except ScorerError as error:
         point["error"] = str(error).splitlines()[0]
@@ -1064,6 +1088,16 @@ def run_e2e_point(setup: Setup, spec: PointSpec, *, config_path: str | None, qps
         run.close()
         point["wall_s"] = round(time.monotonic() - started, 3)
     return point
+
+
+def start_volume_controller(plane: ControlPlane, workdir: Path) -> ControllerManager:
+    """kube-controller-manager with only the PersistentVolume binder (what completes the bindings the
+    schedulers' VolumeBinding starts, as in a real cluster), on the admin's credentials."""
+    binary = find_binary("kube-controller-manager")
+    if binary is None:
+        raise E2EError("this workload has volumes, whose binding needs kube-controller-manager v1.20.2's "
+                       "PersistentVolume controller: run 'bash scripts/build-kube.sh' as root to build it")
+    return ControllerManager(binary, plane.kubeconfig, workdir / "controller-manager").start()
 
 
 async def measure(run: Run, command: list[str]) -> None:
@@ -1080,6 +1114,8 @@ async def measure(run: Run, command: list[str]) -> None:
         await wait_established(watch, watch_task, deadline)
         etcd, apiserver = run.plane.processes
         pids = {"kube_apiserver": apiserver.pid, "etcd": etcd.pid, "harness": os.getpid()}
+        if run.controllers is not None and run.controllers.process is not None:
+            pids["kube_controller_manager"] = run.controllers.process.pid
         extender_peak: dict[str, int] = {}
         pollers = []
         if run.extender_command is not None:  # the extender ready (scorer: its caches synced) before kube-scheduler
@@ -1118,11 +1154,32 @@ async def measure(run: Run, command: list[str]) -> None:
 async def load(api: Api, objects: Objects, deadline: float) -> dict[str, float]:
     """Creates the objects phase by phase; returns the seconds each phase took (not part of any figure)."""
     seconds = {}
-    for phase in ("first", "workloads", "nodes", "init", "measured"):
+    for phase in ("first", "workloads", "storage", "nodes", "init", "measured"):
         requests = getattr(objects, phase)
         if requests:
             seconds[phase] = round(await api.create_all(requests, deadline), 2)
+        if phase == "storage" and any(r.body.get("kind") == "PersistentVolume" for r in requests):
+            started = time.monotonic()
+            await wait_volumes_synced(api, deadline)
+            seconds["volumes_synced"] = round(time.monotonic() - started, 2)
     return seconds
+
+
+async def wait_volumes_synced(api: Api, deadline: float) -> None:
+    """Waits (at most ``VOLUMES_SYNC_SECONDS``) until the PersistentVolume controller has given every new
+    PersistentVolume its phase (Available, or Bound for a pre-bound one): VolumeBinding matches only
+    Available volumes, in scorer and in kube-scheduler alike."""
+    until = min(deadline, time.monotonic() + VOLUMES_SYNC_SECONDS)
+    while True:
+        listing = await api.get_json("/api/v1/persistentvolumes", deadline)
+        pending = [item["metadata"]["name"] for item in listing.get("items") or ()
+                   if (item.get("status") or {}).get("phase", "Pending") == "Pending"]
+        if not pending:
+            return
+        if time.monotonic() >= until:
+            raise E2EError(f"{len(pending)} PersistentVolume(s) still Pending after {VOLUMES_SYNC_SECONDS:.0f} s "
+                           f"(is kube-controller-manager's PersistentVolume controller running?), e.g. {pending[0]}")
+        await asyncio.sleep(0.5)
 
 
 async def wait_established(watch: BindWatch, watch_task: asyncio.Task[None], deadline: float) -> None:

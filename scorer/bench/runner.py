@@ -4,7 +4,7 @@
 ``scorer.model``, assembles the profile with ``scorer.assembly.assemble``
 (the built-in default, the metric-driven profile, or a config file; the
 point's ``percentageOfNodesToScore`` replaces the configured one), lists the
-cluster into the scheduler (namespaces, workloads, nodes, then the bound init
+cluster into the scheduler (namespaces, workloads, storage objects, nodes, then the bound init
 pods and the pending measured pods), and drives ``Scheduler.schedule_one``
 as ``Scheduler.run`` does: each binding is an asyncio task, the loop yields
 once per 5 ms of scheduling, the event recorder drains in the background (a
@@ -75,7 +75,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE
 from scorer.errors import ScorerError
 from scorer.metrics import SchedulerMetrics
-from scorer.model import Pod, namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
+from scorer.model import Pod, namespace_from_dict, node_from_dict, pod_from_dict, storage_from_dict, workload_from_dict
 
 MAX_ATTEMPTS = 5
 BLOCKS = 5
@@ -207,6 +207,8 @@ def load(setup: Setup, spec: PointSpec, *, config_path: str | None, profile: str
         cluster.apply(namespace_from_dict(obj))
     for obj in setup.workloads:
         cluster.apply(workload_from_dict(obj))
+    for obj in setup.storage:
+        cluster.apply(storage_from_dict(obj))
     for obj in setup.nodes:
         cluster.apply(node_from_dict(obj))
     loaded.rss_nodes = rss_mb()
@@ -407,6 +409,8 @@ def placement_check(cluster: InMemoryCluster, setup: Setup, measured: list[Pod])
         members = collections.Counter(p.node_name for p in cluster.pods.values()
                                       if p.node_name and all(p.labels.get(k) == v for k, v in group.items()))
         check["nodes_with_two_of_the_group"] = sum(1 for c in members.values() if c > 1)
+    if setup.storage:
+        check["volumes"] = _volume_check(cluster, placed)
     deleted = sum(1 for obj in setup.init if _key(obj) not in cluster.pods)
     if deleted or cluster.preempted:
         check["victims_deleted"] = deleted
@@ -418,6 +422,27 @@ def placement_check(cluster: InMemoryCluster, setup: Setup, measured: list[Pod])
     if reasons:
         check["unscheduled_reasons"] = dict(reasons.most_common(3))
     return check
+
+
+def _volume_check(cluster: InMemoryCluster, placed: list[Pod]) -> dict[str, int]:
+    """The placed pods' claims: how many ended bound (the in-memory PersistentVolume controller completes
+    what PreBind wrote), and how many pods sit on a node their volume's node affinity does not allow."""
+    claims = bound = off = 0
+    for pod in placed:
+        node = cluster.nodes.get(pod.node_name)
+        misplaced = False
+        for name in pod.pvc_claims:
+            claims += 1
+            claim = cluster.pvc(f"{pod.namespace}/{name}")
+            if claim is None or not claim.fully_bound:
+                continue
+            bound += 1
+            volume = cluster.pv(claim.volume_name)
+            if volume is None or node is None or (volume.node_affinity is not None
+                                                  and not volume.node_affinity.matches(node)):
+                misplaced = True
+        off += misplaced
+    return {"claims": claims, "claims_bound": bound, "pods_off_their_volumes": off}
 
 
 def _key(obj: Mapping[str, Any]) -> str:

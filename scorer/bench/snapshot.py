@@ -15,7 +15,10 @@ every value of the file before the first object (6 GB for a 5,000-node /
 What becomes of each object:
 
 - Node, Namespace, Service, ReplicationController, ReplicaSet, StatefulSet
-  and PodDisruptionBudget are kept; any other kind (Secret, ConfigMap,
+  and PodDisruptionBudget are kept, and so are the storage objects
+  (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver,
+  CSIStorageCapacity: ``Setup.storage``, without their status; a
+  PersistentVolume's claimRef loses the claim's old uid); any other kind (Secret, ConfigMap,
   Event, Deployment...) is counted by kind in ``Setup.ignored`` (counts of
   the file, before ``scale``). Namespaces the pods and workloads are in that
   the file lacks are added (an API server needs them).
@@ -71,7 +74,18 @@ from scorer.bench.spec import Setup
 from scorer.errors import InputError, ModelError, ReadError
 from scorer.inputs.describe import describe_value, printable
 from scorer.inputs.reader import CLUSTER_LIMITS, Document, GiB, parse_documents, read_text
-from scorer.model import API_VERSIONS, READ_KINDS, Pod, object_from_dict
+from scorer.model import (
+    API_VERSIONS,
+    READ_KINDS,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+    object_from_dict,
+)
 from scorer.model.load import gc_paused
 
 log = logging.getLogger(__name__)
@@ -110,6 +124,8 @@ _NOT_CLONED = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
 _NODE_OWNERS = frozenset({"DaemonSet", "Node"})  # their pods are pinned to one node
 _MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _NODE_NAME_FIELD = "metadata.name"
+_STORAGE_TYPES = (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity)
+_NAMESPACED_STORAGE = (PersistentVolumeClaim, CSIStorageCapacity)
 
 
 def load_cluster_setup(
@@ -141,6 +157,7 @@ def load_cluster_setup(
         namespaces=namespaces,
         workloads=found.workloads,
         ignored=dict(found.ignored.most_common()),
+        storage=found.storage,
     )
 
 
@@ -160,6 +177,7 @@ class _Found:
     measured: list[dict[str, Any]] = attrs.Factory(list)
     namespaces: list[dict[str, Any]] = attrs.Factory(list)
     workloads: list[dict[str, Any]] = attrs.Factory(list)
+    storage: list[dict[str, Any]] = attrs.Factory(list)
     ignored: Counter[str] = attrs.Factory(Counter)
 
 
@@ -201,6 +219,8 @@ class _Reader:
         assert isinstance(kind, str)  # object_from_dict checked it
         meta = obj["metadata"]
         name = meta["name"] if kind in ("Node", "Namespace") else f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        if isinstance(decoded, _STORAGE_TYPES):
+            name = decoded.key  # the name alone for the cluster-scoped ones
         first = self.first_seen.get((kind, name))
         if first is not None:
             raise ModelError(f"{kind} {printable(name)} ({origin}): defined twice, first in {first}")
@@ -211,6 +231,8 @@ class _Reader:
             self.found.nodes.append(_clean_node(obj))
         elif kind == "Namespace":
             self.found.namespaces.append(_object("Namespace", "v1", _metadata(obj["metadata"], namespaced=False)))
+        elif isinstance(decoded, _STORAGE_TYPES):
+            self.found.storage.append(_clean_storage(kind, obj, namespaced=isinstance(decoded, _NAMESPACED_STORAGE)))
         else:
             self.found.workloads.append(_clean_workload(kind, obj))
 
@@ -357,6 +379,21 @@ def _clean_workload(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "PodDisruptionBudget":
         workload["status"] = _picked(obj.get("status"), _PDB_STATUS)
     return workload
+
+
+def _clean_storage(kind: str, obj: Mapping[str, Any], *, namespaced: bool) -> dict[str, Any]:
+    """A storage object without its status (the PersistentVolume controller sets it again); a
+    PersistentVolume's claimRef names its claim without the uid and resourceVersion of the
+    exported cluster (the claim gets a new uid), as a pre-binding does."""
+    clean = {key: value for key, value in obj.items() if key not in ("metadata", "status")}
+    clean["apiVersion"] = obj.get("apiVersion") or API_VERSIONS[kind][0]
+    clean["kind"] = kind
+    clean["metadata"] = _metadata(obj["metadata"], namespaced=namespaced)
+    spec = obj.get("spec")
+    if kind == "PersistentVolume" and isinstance(spec, Mapping) and isinstance(spec.get("claimRef"), Mapping):
+        ref = {key: value for key, value in spec["claimRef"].items() if key not in ("uid", "resourceVersion")}
+        clean["spec"] = {**spec, "claimRef": ref}
+    return clean
 
 
 def _service_spec(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -76,7 +76,9 @@ class Setup:
     ``init`` pods are bound (``spec.nodeName`` set) before measuring;
     ``measured`` pods are pending: what the bench schedules and times.
     ``workloads`` holds Services, ReplicationControllers, ReplicaSets,
-    StatefulSets and PodDisruptionBudgets. ``metrics`` is the metrics snapshot
+    StatefulSets and PodDisruptionBudgets; ``storage`` the StorageClasses,
+    PersistentVolumes and PersistentVolumeClaims (created before the pods,
+    in that order). ``metrics`` is the metrics snapshot
     a metric-driven profile reads (in process only). ``ignored`` counts the
     objects of a user's file the bench does not use, by kind.
     """
@@ -88,6 +90,7 @@ class Setup:
     workloads: list[dict[str, Any]] = attrs.Factory(list)
     metrics: MetricsSnapshot | None = None
     ignored: dict[str, int] = attrs.Factory(dict)
+    storage: list[dict[str, Any]] = attrs.Factory(list)
 
 
 @attrs.frozen

@@ -49,7 +49,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 # What the measured pods ask for; scorer.bench.clusters builds each one.
 Shape = Literal[
     "plain", "node-affinity", "pod-anti-affinity", "pod-affinity", "preferred-pod-affinity",
-    "preferred-pod-anti-affinity", "topology-spread", "default-spreading", "preemption",
+    "preferred-pod-anti-affinity", "topology-spread", "default-spreading", "preemption", "volumes",
+    "volumes-wait",
 ]
 SHAPES: tuple[str, ...] = Shape.__args__  # type: ignore[attr-defined]
 BUILT_IN_PROFILES = ("default", "metrics")

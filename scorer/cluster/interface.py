@@ -5,9 +5,9 @@ the bench and the tests (``scorer.cluster.memory``), and the API reflectors
 and client of ``scorer run`` (next). Nothing here knows which one it talks to.
 
 Reading the cluster: a ``ClusterSource`` lists every object once, then feeds
-each change (add, update, delete of namespaces, workloads, nodes and pods) to
-``ObjectHandlers`` (``scorer.eventhandlers``), which update the cache and
-turn the change into the queue's ClusterEvent.
+each change (add, update, delete of namespaces, workloads, storage objects,
+nodes and pods) to ``ObjectHandlers`` (``scorer.eventhandlers``), which update
+the cache and turn the change into the queue's ClusterEvent.
 
 Writing to the cluster: a ``Binder`` binds a pod to a node (the Bind plugin
 DefaultBinder calls it from the binding cycle). An ``EventRecorder`` takes
@@ -16,19 +16,23 @@ without doing I/O: it only enqueues; a background drain writes them to an
 ``EventSink``. A ``ClusterWriter`` is what the assembly takes: a Binder that
 is also an EventSink (the in-memory cluster, or the API client), and deletes
 preemption victims (``delete_pod``, enqueued by the recorder like the rest).
+A ``VolumeWriter`` updates PersistentVolumes and PersistentVolumeClaims (the
+VolumeBinding plugin's PreBind), with the object's resourceVersion as
+precondition.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from scorer.errors import BindConflict
+from scorer.errors import BindConflict, UpdateConflict
 
 if TYPE_CHECKING:
     from scorer.model import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
+    from scorer.model.storage import PersistentVolume, PersistentVolumeClaim, StorageObject
 
 __all__ = ["BindConflict", "Binder", "ClusterSource", "ClusterWriter", "EventRecorder", "EventSink",
-           "ObjectHandlers"]
+           "ObjectHandlers", "UpdateConflict", "VolumeWriter"]
 
 
 @runtime_checkable
@@ -79,6 +83,24 @@ class ClusterWriter(Binder, EventSink, Protocol):
 
 
 @runtime_checkable
+class VolumeWriter(Protocol):
+    """Updates of PersistentVolumes and PersistentVolumeClaims (VolumeBinding's PreBind).
+
+    Each write is a PUT with the object's ``resource_version`` as precondition. It returns
+    the object as the cluster stored it (its new ``resource_version``); raises
+    ``UpdateConflict`` (``scorer.errors``) when the object is gone or its resourceVersion
+    changed (not retried: re-read it), and any other exception on failures worth retrying.
+    The change also reaches the scheduler's cache through the cluster source, as an update.
+    """
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """Write ``pv``'s ``spec.claimRef`` and ``metadata.annotations``."""
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """Write ``pvc``'s ``metadata.annotations`` (the selected node)."""
+
+
+@runtime_checkable
 class EventRecorder(Protocol):
     """Events and pod conditions from the cycles: enqueued at once, written later.
 
@@ -113,7 +135,9 @@ class ObjectHandlers(Protocol):
     ``old`` is the object as last delivered. Sources deliver the changes of
     one object in order. Workloads are the objects that select pods: Services,
     ReplicationControllers, ReplicaSets, StatefulSets (``SelectorOwner``) and
-    PodDisruptionBudgets, one set of handlers for all of them.
+    PodDisruptionBudgets, one set of handlers for all of them; so are the storage objects
+    (``scorer.model.storage``: PersistentVolumes, PersistentVolumeClaims, StorageClasses,
+    CSINodes, CSIDrivers, CSIStorageCapacities).
     """
 
     def on_node_add(self, node: Node) -> None: ...
@@ -142,14 +166,20 @@ class ObjectHandlers(Protocol):
 
     def on_workload_delete(self, obj: SelectorOwner | PodDisruptionBudget) -> None: ...
 
+    def on_storage_add(self, obj: StorageObject) -> None: ...
+
+    def on_storage_update(self, old: StorageObject, new: StorageObject) -> None: ...
+
+    def on_storage_delete(self, obj: StorageObject) -> None: ...
+
 
 @runtime_checkable
 class ClusterSource(Protocol):
     """Lists and watches the cluster's objects into ``ObjectHandlers``."""
 
     async def run(self, handlers: ObjectHandlers) -> None:
-        """Deliver every object once (namespaces, workloads, nodes, then pods), then each change,
-        until cancelled. Reconnects and re-lists are the source's business."""
+        """Deliver every object once (namespaces, workloads, storage objects, nodes, then pods),
+        then each change, until cancelled. Reconnects and re-lists are the source's business."""
 
     def has_synced(self) -> bool:
         """True once the initial list has been delivered (for ``/readyz``; the

@@ -8,12 +8,6 @@ so the scheduler keeps running. Filter and Score accept both plugin styles
 (vectorized or per node) and present both as vectorized to the scheduling
 algorithm.
 
-PreFilter starts with the framework's own check for hard constraints that no
-plugin of the profile evaluates (required pod affinity or anti-affinity,
-DoNotSchedule topology spread, PersistentVolumeClaim volumes): such a pod is
-rejected, naming the missing plugin, instead of being placed as if the
-constraint did not exist (``scorer.framework.unsupported``).
-
 Metrics go to ``handle.metrics`` (nothing is recorded when it is None), with
 kube-scheduler's extension point names and status labels: every run of an
 extension point records its duration
@@ -72,7 +66,6 @@ from scorer.framework.types import (
     QueuedPodInfo,
     severity_level,
 )
-from scorer.framework.unsupported import UnsupportedConstraints
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.sources.hub import SourceHub
@@ -375,8 +368,6 @@ class Framework:
             handle.framework = self
         self.plugins: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
-        # Pods with hard constraints that no plugin of this profile evaluates are not placed.
-        self.unsupported = UnsupportedConstraints(profile.scheduler_name, profile.points, catalog.keys())
         for point, names in profile.points.items():
             instances = []
             for name in names:
@@ -482,16 +473,9 @@ class Framework:
         Filter as skipped for this cycle. The plugins that narrowed the search
         are in ``state.narrowed_by`` afterwards (for the absent nodes' reason).
         This is where a cycle draws whether it records per-plugin metrics.
-
-        Before the plugins, a pod with a hard constraint that needs a plugin
-        this profile does not run (``scorer.framework.unsupported``) is
-        rejected: UnschedulableAndUnresolvable, ``plugin`` = the missing plugin.
         """
         metrics = self.handle.metrics
         sampled = state.record_plugin_metrics = metrics is not None and metrics.sample_plugins()
-        unsupported = self.unsupported.check(pod)
-        if unsupported is not None:
-            return None, unsupported
         allowed: frozenset[str] | None = None
         for plugin in self.pre_filter_plugins:
             names, status = self._call(PRE_FILTER, plugin, sampled, plugin.pre_filter, (state, pod, batch),
@@ -801,6 +785,10 @@ class Framework:
             if status.is_skip():
                 continue
             if not status.is_success() or first_success:
+                if point == PRE_BIND and status.code == Code.ERROR and not status.message().startswith("running "):
+                    # kube's RunPreBindPlugins wraps a plugin's error so the event names the plugin.
+                    status = Status.error(f'running {point} plugin "{plugin.name}": {status.message()}',
+                                          plugin.name)
                 outcome = status
                 break
         if metrics is not None:

@@ -35,6 +35,13 @@ reflector and informer do (reference ``kubernetes-api-client.md`` §4):
   candidate paths in order; before its first list the reflector asks the
   server's discovery (``GET /apis/<group>/<version>``, open to every client)
   and reads the first version served.
+* **Optional resources** (CSIStorageCapacities: ``storage.k8s.io/v1`` from
+  Kubernetes 1.24, ``v1beta1`` from 1.21, ``v1alpha1`` in 1.19-1.20 only when
+  the server enables it with ``--runtime-config``) may be served in none of
+  their versions. Discovery saying so is logged once, naming the resource;
+  the reflector then counts as synced with no objects (the service becomes
+  ready) and reads nothing more, as kube-scheduler starts no informer for
+  an API it does not use. A discovery that fails (5xx, 403) is retried.
 
 Only the decoded objects of ``scorer.model`` are kept (one per key), never
 the API's JSON.
@@ -50,7 +57,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import orjson
@@ -61,6 +68,7 @@ from scorer.inputs.describe import describe_value, printable
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.metrics import SchedulerMetrics
 from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
+from scorer.model.decode import storage_from_dict
 
 log = logging.getLogger("scorer.kube.reflector")
 
@@ -86,9 +94,12 @@ class Resource:
     ``name`` is the API's plural (the metric label, the task name); ``kind``
     names the objects in messages and the handlers (``on_<kind>_add``,
     ``_update``, ``_delete``) unless ``handlers`` names them (``workload``:
-    one set of handlers for Services, ReplicaSets...); ``fallback_paths`` are
+    one set of handlers for Services, ReplicaSets...; ``storage``: one for
+    PVs, PVCs, StorageClasses and the CSI objects); ``fallback_paths`` are
     older group versions of ``path``, read when the server does not serve
-    ``path``'s (see the module docstring); ``decode`` builds the model object from the API's JSON and raises
+    ``path``'s (see the module docstring); ``optional``: the server may serve
+    it in none of them (then nothing is read and the reflector counts as
+    synced); ``decode`` builds the model object from the API's JSON and raises
     ``ModelError`` for a malformed one; ``namespaced`` keys objects
     ``namespace/name`` (else ``name``); ``version`` gives a decoded object's
     resourceVersion, to tell changed objects in a re-list (None: the objects
@@ -103,6 +114,7 @@ class Resource:
     version: Callable[[Any], Any] | None = None
     handlers: str = ""
     fallback_paths: tuple[str, ...] = ()
+    optional: bool = False
 
     @property
     def handler_kind(self) -> str:
@@ -132,6 +144,11 @@ def _workload(kind: str) -> Callable[[Mapping[str, Any]], Any]:
     return functools.partial(workload_from_dict, kind=kind)
 
 
+def _storage(kind: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The decoder of one storage kind (list items carry no ``kind``)."""
+    return functools.partial(storage_from_dict, kind=kind)
+
+
 RESOURCES: dict[str, Resource] = {r.name: r for r in (
     Resource("namespaces", "/api/v1/namespaces", "namespace", namespace_from_dict),
     Resource("services", "/api/v1/services", "service", _workload("Service"), namespaced=True,
@@ -146,10 +163,27 @@ RESOURCES: dict[str, Resource] = {r.name: r for r in (
              _workload("PodDisruptionBudget"), namespaced=True, version=_resource_version, handlers="workload",
              fallback_paths=("/apis/policy/v1beta1/poddisruptionbudgets",)),
     Resource("nodes", "/api/v1/nodes", "node", node_from_dict, version=_resource_version),
+    # The volume plugins' objects (reference kube-scheduler.md §10.1), classes before what names them.
+    Resource("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", "storageclass", _storage("StorageClass"),
+             version=_resource_version, handlers="storage"),
+    Resource("csidrivers", "/apis/storage.k8s.io/v1/csidrivers", "csidriver", _storage("CSIDriver"),
+             version=_resource_version, handlers="storage"),
+    Resource("csinodes", "/apis/storage.k8s.io/v1/csinodes", "csinode", _storage("CSINode"),
+             version=_resource_version, handlers="storage"),
+    Resource("csistoragecapacities", "/apis/storage.k8s.io/v1/csistoragecapacities", "csistoragecapacity",
+             _storage("CSIStorageCapacity"), namespaced=True, version=_resource_version, handlers="storage",
+             fallback_paths=("/apis/storage.k8s.io/v1beta1/csistoragecapacities",
+                             "/apis/storage.k8s.io/v1alpha1/csistoragecapacities"), optional=True),
+    Resource("persistentvolumes", "/api/v1/persistentvolumes", "persistentvolume", _storage("PersistentVolume"),
+             version=_resource_version, handlers="storage"),
+    Resource("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", "persistentvolumeclaim",
+             _storage("PersistentVolumeClaim"), namespaced=True, version=_resource_version, handlers="storage"),
     Resource("pods", "/api/v1/pods", "pod", pod_from_dict, namespaced=True, version=_resource_version),
 )}
 # The workload kinds (Services, controllers, PodDisruptionBudgets), in RESOURCES order.
 WORKLOAD_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "workload")
+# The storage kinds (the volume plugins' objects), in RESOURCES order.
+STORAGE_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "storage")
 
 
 class ReflectorMetrics:
@@ -268,6 +302,10 @@ def _status_error(response: ApiResponse, cap: float) -> WatchError:
     return WatchError(f"HTTP {status}", message, relist=True)
 
 
+class _NotServed(Exception):
+    """Discovery found an optional resource in none of its group versions."""
+
+
 @attrs.frozen(slots=True)
 class _Handlers:
     add: Callable[[Any], None]
@@ -308,7 +346,8 @@ class Reflector:
         self.store: dict[str, Any] = {}
         self.resource_version = ""
         # The path read: resource.path, or a fallback the server serves (chosen before the first list).
-        self.path: str | None = None if resource.fallback_paths else resource.path
+        self.path: str | None = None if resource.fallback_paths or resource.optional else resource.path
+        self.served = True  # False once discovery said an optional resource is not served
         self._rng = rng or random.Random()
         self._backoff = Backoff(min_backoff, max_backoff, rng=self._rng)
         self._handlers: _Handlers | None = None
@@ -358,6 +397,8 @@ class Reflector:
                 continue
             except asyncio.CancelledError:
                 raise
+            except _NotServed as error:
+                await self._not_served(str(error))  # ends only by cancellation
             except WatchError as error:
                 failure = error
             except ApiUnavailable as error:  # a broken stream is a closed watch; a failed connection an error
@@ -382,8 +423,24 @@ class Reflector:
             self._state = f"backing off after {failure.what}"
             await asyncio.sleep(delay)
 
+    async def _not_served(self, message: str) -> NoReturn:
+        """An optional resource the server does not serve: said once, synced with no objects, then idle."""
+        if self.served:
+            self.served = False
+            log.info("%s reflector: %s; %s are not read (no objects of this kind)", self.resource.name, message,
+                     self.resource.name)
+        self._state = "not served by the API server"
+        if self.store:  # a restarted reflector over a server that stopped serving it: they are gone
+            self._replace({})
+        self._last_sync.set(time.time())
+        self._synced.set()
+        idle = asyncio.Event()  # never set
+        while True:
+            await idle.wait()
+
     async def _choose_path(self) -> str:
-        """The first of the resource's paths whose group version the server serves (discovery)."""
+        """The first of the resource's paths whose group version the server serves (discovery); raises
+        ``_NotServed`` for an optional resource served in none of them."""
         candidates = (self.resource.path, *self.resource.fallback_paths)
         for path in candidates:
             group_version, _, plural = path.rpartition("/")
@@ -402,6 +459,8 @@ class Reflector:
                              self.resource.path.rpartition("/")[0], group_version)
                 return path
         tried = ", ".join(p.rpartition("/")[0] for p in candidates)
+        if self.resource.optional:
+            raise _NotServed(f"the API server serves none of {tried}")
         raise WatchError("an unserved resource", f"the API server serves none of {tried}")
 
     async def _list(self) -> None:

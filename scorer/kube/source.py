@@ -2,12 +2,17 @@
 
 ``run(handlers)`` starts a reflector for each resource (by default
 namespaces; the workloads: services, replicationcontrollers, replicasets,
-statefulsets, poddisruptionbudgets; nodes; pods) as a task named
+statefulsets, poddisruptionbudgets; nodes; the storage objects of the volume
+plugins: storageclasses, csidrivers, csinodes, csistoragecapacities,
+persistentvolumes, persistentvolumeclaims; pods) as a task named
 ``reflector:<resource>``. The lists run concurrently, but each first list is
 delivered only after the one before it (``resources`` order), so the
 handlers see every namespace, then every workload, then every node, then
-every pod, as the ``ClusterSource`` contract says; then all watches run side
-by side. ``has_synced`` waits for every one of them. Everything runs on the caller's event loop: the handlers are
+every storage object, then every pod, as the ``ClusterSource`` contract says
+(the storage objects are there before the pods that use them); then all
+watches run side by side. ``has_synced`` waits for every one of them; a
+resource the server does not serve at all (CSIStorageCapacities on most
+1.20 servers) counts as synced with no objects. Everything runs on the caller's event loop: the handlers are
 synchronous and need no locking.
 
 A reflector never lets an error escape; should one crash all the same (a bug),
@@ -30,6 +35,7 @@ from scorer.kube.reflector import (
     MAX_BACKOFF,
     MIN_BACKOFF,
     RESOURCES,
+    STORAGE_RESOURCES,
     WORKLOAD_RESOURCES,
     Backoff,
     InvalidCallback,
@@ -40,7 +46,7 @@ from scorer.kube.reflector import (
 
 log = logging.getLogger("scorer.kube.source")
 
-DEFAULT_RESOURCES = ("namespaces", *WORKLOAD_RESOURCES, "nodes", "pods")
+DEFAULT_RESOURCES = ("namespaces", *WORKLOAD_RESOURCES, "nodes", *STORAGE_RESOURCES, "pods")
 
 
 class ApiSource:

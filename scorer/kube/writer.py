@@ -38,6 +38,17 @@ real cluster (reference §7, §8.1):
   when the condition or the nomination differs from what this writer wrote
   last for that pod, and never ``False`` for a pod it bound.
 
+* ``update_persistent_volume`` / ``update_persistent_volume_claim`` (the
+  ``VolumeWriter`` of VolumeBinding's PreBind, reference §10.6.7): the PV's
+  ``spec.claimRef`` and annotations, the PVC's annotations (the selected
+  node). kube-scheduler PUTs the whole object (verb ``update``); this writer
+  sends a JSON merge patch (verb ``patch``) of just those fields, carrying
+  the cached ``metadata.resourceVersion``: the API server refuses a patch
+  whose resourceVersion is not the stored one with 409, so a stale write
+  fails exactly as kube's PUT would. The annotations given are set (a merge
+  patch removes none: the scheduler only adds). The stored object comes
+  back decoded. 404 (gone) and 409 (changed since) raise ``UpdateConflict``;
+  anything else ``ApiUnavailable`` (retried by requeueing the pod).
 * ``delete_pod`` (a preemption victim): ``DELETE pods/{name}`` with a UID
   precondition and the pod's own grace period; 404/409 = already gone.
   ``clear_nominated_node``: ``nominatedNodeName: null`` in a status patch.
@@ -54,15 +65,18 @@ import datetime
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import attrs
+import orjson
 from prometheus_client import CollectorRegistry, Counter
 
-from scorer.cluster.interface import BindConflict
+from scorer.cluster.interface import BindConflict, UpdateConflict
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.model import Pod
+from scorer.model.decode import storage_from_dict
+from scorer.model.storage import PersistentVolume, PersistentVolumeClaim
 
 log = logging.getLogger("scorer.kube.writer")
 
@@ -71,6 +85,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 _V = TypeVar("_V")
+_S = TypeVar("_S", PersistentVolume, PersistentVolumeClaim)
 
 DEFAULT_MAX_PODS = 100_000  # pods whose last condition and binding are remembered
 
@@ -363,6 +378,38 @@ class ApiWriter:
         if previous is not None and previous[0] == pod.uid:
             self._conditions[pod.key] = (*previous[:4], "")
 
+    # --- VolumeBinding's writes (VolumeWriter) ----------------------------------------------------------
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """Write ``pv``'s claimRef and annotations, if the stored PV still has ``pv.resource_version``."""
+        claim = pv.claim_ref
+        claim_ref = None if claim is None else {
+            "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": claim.namespace, "name": claim.name,
+            "uid": claim.uid or None, "resourceVersion": claim.resource_version or None}
+        patch = {"metadata": _metadata_patch(pv.resource_version, pv.annotations), "spec": {"claimRef": claim_ref}}
+        return await self._patch_storage(f"/api/v1/persistentvolumes/{pv.name}", patch,
+                                         f"PersistentVolume {pv.name}", PersistentVolume)
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """Write ``pvc``'s annotations, if the stored PVC still has ``pvc.resource_version``."""
+        patch = {"metadata": _metadata_patch(pvc.resource_version, pvc.annotations)}
+        return await self._patch_storage(f"/api/v1/namespaces/{pvc.namespace}/persistentvolumeclaims/{pvc.name}",
+                                         patch, f"PersistentVolumeClaim {pvc.key}", PersistentVolumeClaim)
+
+    async def _patch_storage(self, path: str, patch: Mapping[str, object], what: str, kind: type[_S]) -> _S:
+        """A merge patch of a PV or PVC; the stored object decoded."""
+        response = await self.client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        if response.status in (404, 409):
+            raise UpdateConflict(f"updating {what}: {response.status}: {response.reason()}")
+        _check(response, f"updating {what}")
+        try:
+            stored = storage_from_dict(response.json(), origin=f"PATCH {path}", kind=kind.__name__)
+        except orjson.JSONDecodeError as error:
+            raise ApiUnavailable(f"updating {what}: the answer is not JSON: {error}") from None
+        if not isinstance(stored, kind):
+            raise ApiUnavailable(f"updating {what}: the answer is a {type(stored).__name__}")
+        return stored
+
     def forget(self, pod_key: str) -> None:
         """A deleted pod: drop what this writer remembers of it (its series expire on their own)."""
         self._conditions.pop(pod_key, None)
@@ -377,6 +424,14 @@ def _remember(entries: collections.OrderedDict[str, _V], key: str, value: _V, ca
     while len(entries) > cap:
         entries.popitem(last=False)
     return value
+
+
+def _metadata_patch(resource_version: str, annotations: dict[str, str]) -> dict[str, object]:
+    """``metadata`` of a merge patch: the resourceVersion precondition (when known) and the annotations."""
+    metadata: dict[str, object] = {"annotations": dict(annotations)}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    return metadata
 
 
 def _regarding(pod: Pod) -> dict[str, str]:

@@ -1,12 +1,15 @@
 """Kubernetes objects as the scheduler sees them, and how they are read.
 
 - ``scorer.model.objects``: the types (Pod, Node, Namespace, Container,
-  Taint, Toleration, selectors, affinity...).
+  Taint, Toleration, selectors, affinity, Volume...).
+- ``scorer.model.storage``: the storage objects the volume plugins read
+  (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver,
+  CSIStorageCapacity).
 - ``scorer.model.requests``: request arithmetic (a pod's effective and
   non-zero requests, as kube-scheduler counts them).
 - ``scorer.model.decode``: API objects (dicts) to those types, with field
   paths in every error (``pod_from_dict``, ``node_from_dict``,
-  ``workload_from_dict``...).
+  ``workload_from_dict``, ``storage_from_dict``...).
 - ``scorer.model.load``: cluster files to ``LoadedObjects`` through the one
   guarded reader (``load_file``, ``load_objects``).
 
@@ -15,12 +18,14 @@ Every public name is re-exported here.
 
 from scorer.inputs.describe import describe_value
 from scorer.inputs.numbers import parse_int64
-from scorer.model import objects
+from scorer.model import objects, storage
 from scorer.model.decode import (
     API_VERSION,
     API_VERSIONS,
+    DEFAULT_RBD_POOL,
     MAX_IMAGE_SIZE_BYTES,
     READ_KINDS,
+    VOLUME_SOURCES,
     WORKLOAD_KINDS,
     ClusterObject,
     FieldError,
@@ -30,6 +35,7 @@ from scorer.model.decode import (
     object_name,
     parse_node_affinity,
     pod_from_dict,
+    storage_from_dict,
     workload_from_dict,
 )
 from scorer.model.load import LoadedObjects, load_file, load_objects
@@ -42,15 +48,18 @@ from scorer.model.requests import (
     is_pod_level_resource,
     pod_requests,
 )
+from scorer.model.storage import *  # noqa: F403  (the names of storage.__all__, re-exported below)
 
 __all__ = [
     "API_VERSION",
     "API_VERSIONS",
     "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_RBD_POOL",
     "DEFAULT_MILLI_CPU_REQUEST",
     "MAX_IMAGE_SIZE_BYTES",
     "NON_ZERO_DEFAULTS",
     "READ_KINDS",
+    "VOLUME_SOURCES",
     "WORKLOAD_KINDS",
     "ClusterObject",
     "FieldError",
@@ -68,6 +77,8 @@ __all__ = [
     "parse_node_affinity",
     "pod_from_dict",
     "pod_requests",
+    "storage_from_dict",
     "workload_from_dict",
 ]
 __all__ += objects.__all__
+__all__ += [name for name in storage.__all__ if name not in __all__]

@@ -88,9 +88,30 @@ from scorer.model.objects import (
     Taint,
     Toleration,
     TopologySpreadConstraint,
+    Volume,
     WeightedPodAffinityTerm,
 )
 from scorer.model.requests import aggregate_container_requests, is_pod_level_resource
+from scorer.model.storage import (
+    ACCESS_MODES,
+    ANN_STORAGE_CLASS_BETA,
+    BINDING_MODES,
+    CLAIM_PHASES,
+    IMMEDIATE,
+    STORAGE_KINDS,
+    VOLUME_MODES,
+    VOLUME_PHASES,
+    ClaimRef,
+    CSIDriver,
+    CSINode,
+    CSINodeDriver,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    StorageObject,
+    TopologySelectorTerm,
+)
 from scorer.quantity import resource_value
 
 _T = TypeVar("_T")
@@ -107,8 +128,39 @@ API_VERSIONS: Mapping[str, tuple[str, ...]] = types.MappingProxyType({
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
     "PodDisruptionBudget": ("policy/v1", "policy/v1beta1"),
+    "PersistentVolume": (API_VERSION,),
+    "PersistentVolumeClaim": (API_VERSION,),
+    "StorageClass": ("storage.k8s.io/v1", "storage.k8s.io/v1beta1"),
+    "CSINode": ("storage.k8s.io/v1", "storage.k8s.io/v1beta1"),
+    "CSIDriver": ("storage.k8s.io/v1", "storage.k8s.io/v1beta1"),
+    "CSIStorageCapacity": ("storage.k8s.io/v1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1alpha1"),
 })
-_CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"})
+# The keys of a pod volume's source (core/v1 VolumeSource), in kube's order except that
+# persistentVolumeClaim and ephemeral come first; other keys of a volume entry are ignored.
+VOLUME_SOURCES: tuple[str, ...] = (
+    "persistentVolumeClaim", "ephemeral", "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore",
+    "gitRepo", "secret", "nfs", "iscsi", "glusterfs", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
+    "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
+    "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos", "csi", "image",
+)
+# Volume sources naming a disk: (source key, the field naming the disk).
+_DISK_FIELDS: Mapping[str, str] = types.MappingProxyType({
+    "gcePersistentDisk": "pdName",
+    "awsElasticBlockStore": "volumeID",
+    "iscsi": "iqn",
+    "rbd": "image",
+    "azureDisk": "diskURI",
+    "cinder": "volumeID",
+})
+# PersistentVolume in-tree sources the CSI translation knows: (source key, plugin name, handle field).
+_PV_IN_TREE: tuple[tuple[str, str, str], ...] = (
+    ("gcePersistentDisk", "kubernetes.io/gce-pd", "pdName"),
+    ("awsElasticBlockStore", "kubernetes.io/aws-ebs", "volumeID"),
+    ("azureDisk", "kubernetes.io/azure-disk", "diskURI"),
+    ("cinder", "kubernetes.io/cinder", "volumeID"),
+)
+DEFAULT_RBD_POOL = "rbd"
 # Toleration operators of a later Kubernetes (TaintTolerationComparisonOperators): accepted,
 # and they tolerate nothing, as kube does with that feature off.
 _DISABLED_TOLERATION_OPERATORS: tuple[str, ...] = ("Gt", "Lt")
@@ -428,18 +480,21 @@ def _node_selector_term(obj: Mapping[str, Any], path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(match_expressions=expressions, match_fields=tuple(fields))
 
 
+def _node_selector(obj: Mapping[str, Any], key: str, path: str) -> NodeSelector | None:
+    """A NodeSelector (``nodeSelectorTerms``, at least one) at ``obj[key]``; None when unset."""
+    selector = _optional_mapping(obj, key, path)
+    if selector is None:
+        return None
+    selector_path = join_path(path, key)
+    terms = _mappings(selector, "nodeSelectorTerms", selector_path)
+    if not terms:
+        raise FieldError(join_path(selector_path, "nodeSelectorTerms"), "must have at least one term")
+    return NodeSelector(terms=tuple(_node_selector_term(t, p) for p, t in terms))
+
+
 def parse_node_affinity(obj: Mapping[str, Any], path: str) -> NodeAffinity:
     """A ``nodeAffinity`` object at ``path``; raises ``FieldError``."""
-    required = None
-    selector = _optional_mapping(obj, "requiredDuringSchedulingIgnoredDuringExecution", path)
-    if selector is not None:
-        selector_path = join_path(path, "requiredDuringSchedulingIgnoredDuringExecution")
-        terms = _mappings(selector, "nodeSelectorTerms", selector_path)
-        if not terms:
-            raise FieldError(
-                join_path(selector_path, "nodeSelectorTerms"), "must have at least one term"
-            )
-        required = NodeSelector(terms=tuple(_node_selector_term(t, p) for p, t in terms))
+    required = _node_selector(obj, "requiredDuringSchedulingIgnoredDuringExecution", path)
     preferred = tuple(
         PreferredSchedulingTerm(weight=weight, preference=term)
         for weight, term in _preferred(obj, path, "preference", _node_selector_term)
@@ -610,24 +665,45 @@ def _pod_level_requests(
     return requests
 
 
-def _pvc_claims(spec: Mapping[str, Any], pod_name: str) -> tuple[str, ...]:
-    """The claims of ``spec.volumes``: ``persistentVolumeClaim.claimName``, and for an
-    ``ephemeral`` volume the claim kube creates for it, ``<pod name>-<volume name>``."""
-    claims = []
-    for path, volume in _mappings(spec, "volumes", "spec"):
-        name = _required_str(volume, "name", path)
-        claim = _optional_mapping(volume, "persistentVolumeClaim", path)
-        ephemeral = _optional_mapping(volume, "ephemeral", path)
-        if claim is not None and ephemeral is not None:
-            raise FieldError(path, "persistentVolumeClaim and ephemeral: a volume has only one source")
-        if claim is not None:
-            claims.append(_required_str(claim, "claimName", join_path(path, "persistentVolumeClaim")))
-        elif ephemeral is not None:
-            ephemeral_path = join_path(path, "ephemeral")
-            if _optional_mapping(ephemeral, "volumeClaimTemplate", ephemeral_path) is None:
-                raise FieldError(join_path(ephemeral_path, "volumeClaimTemplate"), "required")
-            claims.append(f"{pod_name}-{name}")
-    return tuple(claims)
+def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[Volume, ...]:
+    """``spec.volumes`` (see ``Volume``): each entry's one source (``VOLUME_SOURCES``) and the
+    fields the volume plugins read."""
+    volumes = []
+    for path, entry in _mappings(spec, "volumes", "spec"):
+        name = _required_str(entry, "name", path)
+        present = [key for key in VOLUME_SOURCES if _optional_mapping(entry, key, path) is not None]
+        if len(present) > 1:
+            raise FieldError(path, f"{present[0]} and {present[1]}: a volume has only one source")
+        if not present:
+            volumes.append(Volume(name=name))
+            continue
+        source = present[0]
+        volumes.append(_volume(name, source, entry[source], join_path(path, source), pod_name))
+    return tuple(volumes)
+
+
+def _volume(name: str, source: str, obj: Mapping[str, Any], path: str, pod_name: str) -> Volume:
+    read_only = _bool(obj, "readOnly", path)
+    if source == "persistentVolumeClaim":
+        return Volume(name=name, source=source, claim_name=_required_str(obj, "claimName", path),
+                      read_only=read_only)
+    if source == "ephemeral":
+        if _optional_mapping(obj, "volumeClaimTemplate", path) is None:
+            raise FieldError(join_path(path, "volumeClaimTemplate"), "required")
+        return Volume(name=name, source=source, claim_name=f"{pod_name}-{name}", read_only=read_only)
+    if source == "csi":
+        return Volume(name=name, source=source, driver=_required_str(obj, "driver", path), read_only=read_only)
+    disk_field = _DISK_FIELDS.get(source)
+    if disk_field is None:
+        return Volume(name=name, source=source, read_only=read_only)
+    disk = _required_str(obj, disk_field, path)
+    if source != "rbd":
+        return Volume(name=name, source=source, disk=disk, read_only=read_only)
+    monitors = _str_tuple(obj, "monitors", path)
+    if not monitors:
+        raise FieldError(join_path(path, "monitors"), "required, expected a list of monitor addresses")
+    return Volume(name=name, source=source, disk=disk, read_only=read_only, rbd_monitors=monitors,
+                  rbd_pool=_str(obj, "pool", path) or DEFAULT_RBD_POOL)
 
 
 def _owner_reference(obj: Mapping[str, Any], path: str) -> OwnerReference:
@@ -652,6 +728,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         for path, item in _mappings(spec, "initContainers", "spec")
     )
     priority = _optional_int(spec, "priority", "spec", bits=32)
+    volumes = _volumes(spec, name)
     pod = Pod(
         namespace=namespace,
         name=name,
@@ -673,7 +750,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
             _spread_constraint(item, path)
             for path, item in _mappings(spec, "topologySpreadConstraints", "spec")
         ),
-        pvc_claims=_pvc_claims(spec, name),
+        pvc_claims=tuple(volume.claim_name for volume in volumes if volume.is_claim),
+        volumes=volumes,
         priority=0 if priority is None else priority,
         preemption_policy=_optional_choice(spec, "preemptionPolicy", "spec", PREEMPTION_POLICIES)
         or "PreemptLowerPriority",
@@ -816,6 +894,200 @@ def _disruption_budget(
 
 
 # --------------------------------------------------------------------------
+# Parsing: storage (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver,
+# CSIStorageCapacity)
+
+
+def _storage_quantity(obj: Mapping[str, Any], key: str, path: str) -> int | None:
+    """A storage quantity in bytes (``"10Gi"``), not negative; None when unset."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise FieldError(join_path(path, key), expected('a quantity like "10Gi"', value))
+    try:
+        amount = resource_value("storage", value)
+    except QuantityError as error:
+        raise FieldError(join_path(path, key), str(error)) from None
+    if amount < 0:
+        raise FieldError(join_path(path, key), f"must not be negative, got {quote(value)}")
+    return amount
+
+
+def _choices(obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A list of strings out of ``allowed`` (``accessModes``)."""
+    values = _str_tuple(obj, key, path)
+    for index, value in enumerate(values):
+        if value not in allowed:
+            raise FieldError(f"{join_path(path, key)}[{index}]",
+                             f"unknown value {quote(value)}, expected one of {', '.join(allowed)}")
+    return values
+
+
+def _defaulted_choice(obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...], default: str) -> str:
+    """A string out of ``allowed``; ``default`` (the API server's) when unset or empty."""
+    if not obj.get(key):
+        return default
+    return _choice(obj, key, path, allowed)
+
+
+def _storage_class_name(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
+    """The beta annotation ``volume.beta.kubernetes.io/storage-class`` wins over
+    ``spec.storageClassName`` (kube's ``GetPersistentVolume(Claim)Class``)."""
+    annotations = _str_map(meta, "annotations", "metadata")
+    if ANN_STORAGE_CLASS_BETA in annotations:
+        return annotations[ANN_STORAGE_CLASS_BETA]
+    return _str(spec, "storageClassName", "spec")
+
+
+def _claim_ref(spec: Mapping[str, Any]) -> ClaimRef | None:
+    ref = _optional_mapping(spec, "claimRef", "spec")
+    if ref is None:
+        return None
+    path = "spec.claimRef"
+    return ClaimRef(
+        namespace=_str(ref, "namespace", path),
+        name=_required_str(ref, "name", path),
+        uid=_str(ref, "uid", path),
+        resource_version=_str(ref, "resourceVersion", path),
+    )
+
+
+def _persistent_volume(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
+) -> PersistentVolume:
+    spec = _mapping(obj, "spec", "")
+    status = _mapping(obj, "status", "")
+    csi = _optional_mapping(spec, "csi", "spec")
+    in_tree = in_tree_handle = ""
+    for source, plugin, handle_field in _PV_IN_TREE:
+        source_obj = _optional_mapping(spec, source, "spec")
+        if source_obj is not None:
+            in_tree = plugin
+            in_tree_handle = _required_str(source_obj, handle_field, join_path("spec", source))
+            break
+    capacity = _storage_quantity(_mapping(spec, "capacity", "spec"), "storage", "spec.capacity")
+    node_affinity = _optional_mapping(spec, "nodeAffinity", "spec")
+    return PersistentVolume(
+        name=name,
+        uid=_str(meta, "uid", "metadata"),
+        labels=_str_map(meta, "labels", "metadata"),
+        annotations=_str_map(meta, "annotations", "metadata"),
+        storage_class=_storage_class_name(meta, spec),
+        capacity=capacity or 0,
+        access_modes=_choices(spec, "accessModes", "spec", ACCESS_MODES),
+        volume_mode=_defaulted_choice(spec, "volumeMode", "spec", VOLUME_MODES, "Filesystem"),
+        claim_ref=_claim_ref(spec),
+        node_affinity=None if node_affinity is None else _node_selector(
+            node_affinity, "required", "spec.nodeAffinity"),
+        phase=_defaulted_choice(status, "phase", "status", VOLUME_PHASES, ""),
+        csi_driver="" if csi is None else _required_str(csi, "driver", "spec.csi"),
+        csi_handle="" if csi is None else _required_str(csi, "volumeHandle", "spec.csi"),
+        in_tree=in_tree,
+        in_tree_handle=in_tree_handle,
+        volume_attributes_class=_str(spec, "volumeAttributesClassName", "spec"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _persistent_volume_claim(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
+) -> PersistentVolumeClaim:
+    spec = _mapping(obj, "spec", "")
+    status = _mapping(obj, "status", "")
+    resources = _mapping(spec, "resources", "spec")
+    requests = _mapping(resources, "requests", "spec.resources")
+    return PersistentVolumeClaim(
+        namespace=namespace,
+        name=name,
+        uid=_str(meta, "uid", "metadata"),
+        labels=_str_map(meta, "labels", "metadata"),
+        annotations=_str_map(meta, "annotations", "metadata"),
+        owner_references=tuple(
+            _owner_reference(item, path) for path, item in _mappings(meta, "ownerReferences", "metadata")
+        ),
+        access_modes=_choices(spec, "accessModes", "spec", ACCESS_MODES),
+        volume_name=_str(spec, "volumeName", "spec"),
+        storage_class=_storage_class_name(meta, spec),
+        request=_storage_quantity(requests, "storage", "spec.resources.requests"),
+        selector=_label_selector(spec, "selector", "spec"),
+        volume_mode=_defaulted_choice(spec, "volumeMode", "spec", VOLUME_MODES, "Filesystem"),
+        volume_attributes_class=_str(spec, "volumeAttributesClassName", "spec"),
+        phase=_defaulted_choice(status, "phase", "status", CLAIM_PHASES, ""),
+        deleting=meta.get("deletionTimestamp") is not None,
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _topology_term(obj: Mapping[str, Any], path: str) -> TopologySelectorTerm:
+    expressions = []
+    for item_path, item in _mappings(obj, "matchLabelExpressions", path):
+        values = _str_tuple(item, "values", item_path)
+        if not values:
+            raise FieldError(join_path(item_path, "values"), "required, expected at least one value")
+        expressions.append((_required_str(item, "key", item_path), values))
+    return TopologySelectorTerm(match_label_expressions=tuple(expressions))
+
+
+def _storage_class(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> StorageClass:
+    # A StorageClass has no spec: its fields are at the top level.
+    return StorageClass(
+        name=name,
+        provisioner=_required_str(obj, "provisioner", ""),
+        volume_binding_mode=_defaulted_choice(obj, "volumeBindingMode", "", BINDING_MODES, IMMEDIATE),
+        allowed_topologies=tuple(
+            _topology_term(item, path) for path, item in _mappings(obj, "allowedTopologies", "")
+        ),
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _csi_node(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> CSINode:
+    spec = _mapping(obj, "spec", "")
+    drivers = []
+    for path, item in _mappings(spec, "drivers", "spec"):
+        allocatable = _mapping(item, "allocatable", path)
+        drivers.append(CSINodeDriver(
+            name=_required_str(item, "name", path),
+            node_id=_str(item, "nodeID", path),
+            allocatable=_optional_int(allocatable, "count", join_path(path, "allocatable"), bits=32, low=0),
+            topology_keys=_str_tuple(item, "topologyKeys", path),
+        ))
+    return CSINode(
+        name=name,
+        drivers=tuple(drivers),
+        annotations=_str_map(meta, "annotations", "metadata"),
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _csi_driver(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> CSIDriver:
+    spec = _mapping(obj, "spec", "")
+    return CSIDriver(
+        name=name,
+        storage_capacity=_bool(spec, "storageCapacity", "spec") if spec.get("storageCapacity") is not None else None,
+        attach_required=_bool(spec, "attachRequired", "spec") if spec.get("attachRequired") is not None else True,
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+def _csi_storage_capacity(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
+) -> CSIStorageCapacity:
+    # Like a StorageClass, a CSIStorageCapacity keeps its fields at the top level.
+    return CSIStorageCapacity(
+        namespace=namespace,
+        name=name,
+        storage_class_name=_required_str(obj, "storageClassName", ""),
+        node_topology=_label_selector(obj, "nodeTopology", ""),
+        capacity=_storage_quantity(obj, "capacity", ""),
+        maximum_volume_size=_storage_quantity(obj, "maximumVolumeSize", ""),
+        resource_version=_str(meta, "resourceVersion", "metadata"),
+    )
+
+
+# --------------------------------------------------------------------------
 # Public parsing API
 
 
@@ -903,31 +1175,64 @@ def workload_from_dict(
 ) -> SelectorOwner | PodDisruptionBudget:
     """Build a SelectorOwner (Service, ReplicationController, ReplicaSet, StatefulSet) or a
     PodDisruptionBudget; ``kind`` (else ``obj["kind"]``) must be one of ``WORKLOAD_KINDS``."""
+    return _decode_one_of(_WORKLOAD_BUILDERS, obj, origin, kind)
+
+
+def _decode_one_of(builders: Mapping[str, Callable[..., _T]], obj: Mapping[str, Any], origin: str,
+                   kind: str | None) -> _T:
+    """Decode ``obj`` with the builder of its kind (``kind``, else ``obj["kind"]``), one of ``builders``."""
     declared = kind if kind is not None else obj.get("kind") if isinstance(obj, Mapping) else None
-    build = _WORKLOAD_BUILDERS.get(declared) if isinstance(declared, str) else None
+    build = builders.get(declared) if isinstance(declared, str) else None
     if build is None:
         raise ModelError(
             f"object{object_name(obj, origin) if isinstance(obj, Mapping) else ''}: kind: "
-            f"expected one of {', '.join(WORKLOAD_KINDS)}, got {describe_value(declared)}"
+            f"expected one of {', '.join(builders)}, got {describe_value(declared)}"
         )
     assert isinstance(declared, str)
     return _decode(declared, obj, origin, build)
 
 
-READ_KINDS: tuple[str, ...] = ("Pod", "Node", "Namespace", *WORKLOAD_KINDS)
-ClusterObject = Pod | Node | Namespace | SelectorOwner | PodDisruptionBudget
+_STORAGE_BUILDERS: dict[str, Callable[..., StorageObject]] = {
+    "StorageClass": _storage_class,
+    "CSIDriver": _csi_driver,
+    "CSINode": _csi_node,
+    "CSIStorageCapacity": _csi_storage_capacity,
+    "PersistentVolume": _persistent_volume,
+    "PersistentVolumeClaim": _persistent_volume_claim,
+}
+assert tuple(_STORAGE_BUILDERS) == STORAGE_KINDS
+
+
+def storage_from_dict(obj: Mapping[str, Any], *, origin: str = "", kind: str | None = None) -> StorageObject:
+    """Build a PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver or
+    CSIStorageCapacity (``scorer.model.storage``); ``kind`` (else ``obj["kind"]``) must be one
+    of ``STORAGE_KINDS``.
+
+    Manifests get the API server's defaults: volumeMode Filesystem, a StorageClass's
+    volumeBindingMode Immediate, an rbd pool ``rbd``. The storage class of a PV or PVC is the
+    ``volume.beta.kubernetes.io/storage-class`` annotation if set, else ``spec.storageClassName``.
+    """
+    return _decode_one_of(_STORAGE_BUILDERS, obj, origin, kind)
+
+
+READ_KINDS: tuple[str, ...] = ("Pod", "Node", "Namespace", *WORKLOAD_KINDS, *STORAGE_KINDS)
+ClusterObject = (
+    Pod | Node | Namespace | SelectorOwner | PodDisruptionBudget
+    | PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | CSIDriver | CSIStorageCapacity
+)
 _BUILDERS: dict[str, Callable[..., ClusterObject]] = {
     "Pod": pod_from_dict,
     "Node": node_from_dict,
     "Namespace": namespace_from_dict,
     **{kind: functools.partial(workload_from_dict, kind=kind) for kind in WORKLOAD_KINDS},
+    **{kind: functools.partial(storage_from_dict, kind=kind) for kind in STORAGE_KINDS},
 }
 
 
 def object_from_dict(
     obj: Mapping[str, Any], *, origin: str = "", kind: str | None = None
 ) -> ClusterObject:
-    """Build a Pod, Node, Namespace or workload according to ``kind`` (``obj["kind"]``,
+    """Build a Pod, Node, Namespace, workload or storage object according to ``kind`` (``obj["kind"]``,
     else the ``kind`` given, as for the items of a ``PodList``); other kinds
     are errors."""
     where = f" ({origin})" if origin else ""

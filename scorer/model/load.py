@@ -1,4 +1,4 @@
-"""Cluster files: YAML or JSON texts to the Pods, Nodes, Namespaces and workloads in them.
+"""Cluster files: YAML or JSON texts to the Pods, Nodes, Namespaces, workloads and storage objects in them.
 
 ``load_file(path)`` and ``load_objects(text, source)`` read through the one
 guarded reader (``scorer.inputs.reader``, with the cluster limits) and decode
@@ -11,7 +11,11 @@ What the result (``LoadedObjects``) says about the input as a whole:
 - the kinds read (``READ_KINDS``): Pod, Node, Namespace, and the workloads
   (``LoadedObjects.workloads``): Service, ReplicationController, ReplicaSet,
   StatefulSet (``SelectorOwner``, for default topology spreading) and
-  PodDisruptionBudget (for preemption);
+  PodDisruptionBudget (for preemption), and the storage kinds
+  (``LoadedObjects.storage``, for the volume plugins): PersistentVolume,
+  PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity.
+  An export of ``kubectl get pv,pvc,storageclass,csinode,csidriver -o yaml``
+  reads as it is;
 - objects of kinds scorer does not read (a Deployment, a ConfigMap) are kept
   in ``others`` and counted in one warning per load
   (``skipped 3 objects of kinds scorer does not read: 2 Deployment, 1
@@ -46,6 +50,7 @@ from scorer.inputs.numbers import INT64_MAX
 from scorer.inputs.reader import CLUSTER_LIMITS, Document, parse_documents, read_documents
 from scorer.model.decode import READ_KINDS, ClusterObject, object_from_dict, object_name
 from scorer.model.objects import Namespace, Node, Pod, PodDisruptionBudget, SelectorOwner
+from scorer.model.storage import StorageObject
 
 # Kinds other parts of scorer read from a cluster file.
 SNAPSHOT_KIND = "MetricsSnapshot"
@@ -59,7 +64,10 @@ class LoadedObjects:
     """What a cluster file holds.
 
     ``workloads`` holds the Services, ReplicationControllers, ReplicaSets,
-    StatefulSets (``SelectorOwner``) and PodDisruptionBudgets, in file order.
+    StatefulSets (``SelectorOwner``) and PodDisruptionBudgets, in file order;
+    ``storage`` the PersistentVolumes, PersistentVolumeClaims, StorageClasses,
+    CSINodes, CSIDrivers and CSIStorageCapacities (``scorer.model.storage``),
+    in file order.
     ``skipped`` names the objects of kinds scorer does not read
     (``"Service default/web"``); ``others`` holds them (and MetricsSnapshot
     documents) as ``Document``s, for callers that read kinds of their own.
@@ -71,6 +79,7 @@ class LoadedObjects:
     nodes: list[Node] = attrs.Factory(list)
     namespaces: list[Namespace] = attrs.Factory(list)
     workloads: list[SelectorOwner | PodDisruptionBudget] = attrs.Factory(list)
+    storage: list[StorageObject] = attrs.Factory(list)
     skipped: list[str] = attrs.Factory(list)
     others: list[Any] = attrs.Factory(list)
     warnings: list[str] = attrs.Factory(list)
@@ -194,8 +203,8 @@ class _Loader:
             kind, key = type(result).__name__, result.name
         elif isinstance(result, SelectorOwner):
             kind, key = result.kind, f"{result.namespace}/{result.name}"
-        else:
-            kind, key = type(result).__name__, f"{result.namespace}/{result.name}"
+        else:  # namespace/name, or the name of a cluster-scoped storage kind
+            kind, key = type(result).__name__, result.key
         first = self.first_seen.get((kind, key))
         if first is not None:
             raise ModelError(f"{kind} {printable(key)} ({origin}): defined twice, first in {first}")
@@ -207,8 +216,10 @@ class _Loader:
             self.loaded.nodes.append(result)
         elif isinstance(result, Namespace):
             self.loaded.namespaces.append(result)
-        else:
+        elif isinstance(result, (SelectorOwner, PodDisruptionBudget)):
             self.loaded.workloads.append(result)
+        else:
+            self.loaded.storage.append(result)
 
     def _check_bound_pods(self) -> None:
         """Per-node totals must fit int64; pods bound to missing nodes are reported."""
