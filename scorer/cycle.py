@@ -184,6 +184,9 @@ class ScheduleAlgorithm:
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
         self.feasible_ratio = 1.0  # of the nodes the last sampling cycle filtered: sizes the next one's chunks
+        # The same, per set of Filter plugins PreFilter skipped: pods that run the same Filters tend to pass
+        # at the same rate (a pod whose claim pins it to one node passes 1 node in N; a plain pod nearly all).
+        self.feasible_ratios: dict[frozenset[str], float] = {}
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False, score_all: bool = False
@@ -250,7 +253,10 @@ class ScheduleAlgorithm:
         alive = np.zeros(n, dtype=bool)
         records: list[FilterRecord] = []
         pos, found = 0, 0
-        sampling = _Sampling(max(to_find, 1), n, 1.0 if evaluate_all else self.feasible_ratio)
+        kind = frozenset(state.skip_filter_plugins)
+        known = kind in self.feasible_ratios
+        ratio = self.feasible_ratios.get(kind, self.feasible_ratio)
+        sampling = _Sampling(max(to_find, 1), n, 1.0 if evaluate_all else ratio, trusted=known)
         while pos < n:
             chunk = order[pos : pos + sampling.next_size(pos, found)]
             outcome = fwk.run_filters_with_nominated_pods(state, pod, table, chunk)
@@ -268,7 +274,9 @@ class ScheduleAlgorithm:
         feasible = alive.nonzero()[0]
         processed = sampling.processed(feasible, pos)
         if not evaluate_all and pos:
-            self.feasible_ratio = found / pos
+            self.feasible_ratio = self.feasible_ratios[kind] = found / pos
+            if len(self.feasible_ratios) > _MAX_RATIO_KINDS:  # bounded: a few plugin sets in practice
+                self.feasible_ratios.clear()
         if processed < pos:
             feasible = feasible[:to_find]
             records = [_clip(record, processed) for record in records]
@@ -417,6 +425,9 @@ class SchedulingCycle:
             self.on_report(report)
 
 
+_MAX_RATIO_KINDS = 64
+
+
 @attrs.define(slots=True)
 class _Sampling:
     """How many nodes Filter looks at, chunk by chunk, to find ``to_find`` feasible ones.
@@ -431,6 +442,7 @@ class _Sampling:
     to_find: int
     total: int
     ratio: float
+    trusted: bool = False  # ``ratio`` was measured on pods that ran the same Filters: the first chunk follows it
     size: int = 0
 
     def boundary(self, pos: int) -> int:
@@ -453,7 +465,12 @@ class _Sampling:
         else:
             need = self.to_find - found + 1
             margin = 4.0 * math.sqrt(need * (1.0 - rate)) / rate + 16
-            self.size = min(int(need / rate + margin), 2 * max(self.size, self.to_find))
+            estimate = int(min(need / rate + margin, self.total))
+            # A rate from another kind of pod may be far off: at most twice the last chunk (or to_find).
+            # One measured on pods like this one sizes the first chunk in full (a pod that passes 1 node
+            # in 5,000 filters them in one chunk, not in chunks of 1x, 2x, 4x to_find).
+            trusted_first = self.trusted and not pos
+            self.size = estimate if trusted_first else min(estimate, 2 * max(self.size, self.to_find))
         self.size = max(self.size, 1)  # never an empty chunk (the loop would not advance)
         return self.size
 

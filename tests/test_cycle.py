@@ -8,7 +8,7 @@ import asyncio
 import attrs
 import numpy as np
 import pytest
-from schedkit import RaisingFilter, build, config_with
+from schedkit import RaisingFilter, build, config_with, schedule_all
 
 from scorer.cycle import ERROR, SKIPPED, UNSCHEDULABLE, _Sampling, num_feasible_nodes_to_find
 from scorer.framework import Code, CycleState, FilterVerdict, Status
@@ -223,7 +223,8 @@ def test_chunks_sized_by_the_pass_rate_give_the_doubling_result():
         n = int(rng.integers(1, 300))
         to_find = int(rng.integers(1, n + 1))
         passes = rng.random(n) < rng.choice([0.0, 0.02, 0.5, 0.95, 1.0])
-        sampling = _Sampling(to_find, n, float(rng.choice([0.0, 0.1, 0.6, 0.95, 1.0])))
+        sampling = _Sampling(to_find, n, float(rng.choice([0.0, 0.0002, 0.1, 0.6, 0.95, 1.0])),
+                             trusted=bool(rng.integers(2)))
         alive = np.zeros(n, dtype=bool)
         pos = found = 0
         while pos < n:
@@ -240,6 +241,44 @@ def test_chunks_sized_by_the_pass_rate_give_the_doubling_result():
     sampling = _Sampling(500, 5000, 0.94)
     first = sampling.next_size(0, 0)
     assert sampling.done(passes[:first], first, int(passes[:first].sum()))
+
+
+def test_a_rate_measured_on_pods_like_this_one_sizes_the_first_chunk_in_full():
+    """A pod that passes 1 node in 5,000 (a claim pinned to one node): with the rate of pods that ran the
+    same Filters, one chunk of every node; with another kind's rate, chunks of at most twice the last."""
+    assert _Sampling(500, 5000, 1 / 5000, trusted=True).next_size(0, 0) == 5000
+    untrusted = _Sampling(500, 5000, 1 / 5000)
+    assert untrusted.next_size(0, 0) == 1000 and untrusted.next_size(1000, 0) == 2000
+
+
+class OnlyFirstNode:
+    """A Filter that passes the first node of the table and, unless the pod is labelled plain, runs."""
+
+    name = "OnlyFirstNode"
+    chunks: list[int] = []
+
+    def pre_filter(self, state, pod, nodes):
+        return Status(Code.SKIP) if pod.labels.get("plain") else None
+
+    def filter_batch(self, state, pod, nodes):
+        OnlyFirstNode.chunks.append(len(nodes))
+        verdict = FilterVerdict(len(nodes))
+        verdict.reject(nodes.rows != 0, "not the first node", Code.UNSCHEDULABLE)
+        return verdict
+
+
+def test_pass_rates_are_kept_per_set_of_skipped_filters():
+    nodes = [make_node(f"n{i:03d}") for i in range(600)]
+    pods = [make_pod("a"), make_pod("plain", labels={"plain": "1"}), make_pod("b")]
+    OnlyFirstNode.chunks = []
+    asm, _ = build(config_with("OnlyFirstNode"), nodes, pods, OnlyFirstNode)
+    schedule_all(asm)
+    cycle = asm.scheduler.algorithm
+    ratios = {"OnlyFirstNode" in skipped: ratio for skipped, ratio in cycle.feasible_ratios.items()}
+    assert len(cycle.feasible_ratios) == 2 and ratios == {False: 1 / 600, True: 1.0}
+    # "a" learnt its rate in doubling chunks; "b" (after a plain pod) filters every node in one
+    first, second = OnlyFirstNode.chunks[:-1], OnlyFirstNode.chunks[-1:]
+    assert len(first) > 1 and sum(first) == 600 and second == [600]
 
 
 def test_status_helpers():

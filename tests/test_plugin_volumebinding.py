@@ -1061,6 +1061,25 @@ def test_pre_bind_provisioning_succeeds_after_time():
     assert env.volumes.api_pvc(provisioned_pvc.key).annotations[ANN_SELECTED_NODE] == "node1"
 
 
+def test_pre_bind_looks_again_as_soon_as_a_storage_object_changes(monkeypatch):
+    """With the real wait, PreBind does not sleep out its interval: the controller's write (delivered to the
+    cache) wakes it. The interval is made an hour, so only the change can end the wait in time."""
+    from scorer.plugins.volumebinding import plugin as plugin_module
+
+    monkeypatch.setattr(plugin_module, "POLL_INTERVAL_SECONDS", 3600.0)
+    env, writer, _ = prebind_env((provisioned_pvc,), controller=None)
+    env.plugin.sleep = env.plugin._until_changed  # the real wait, not the fake clock's
+    pod = pod_with((provisioned_pvc,))
+    schedule_and_reserve(env, pod)
+
+    async def bind_later() -> Status | None:
+        asyncio.get_running_loop().call_later(0.05, pv_controller, env.cache)
+        return await asyncio.wait_for(env.plugin.pre_bind(env.state, pod, "node1"), 30)
+
+    assert asyncio.run(bind_later()) is None
+    assert env.volumes.api_pvc(provisioned_pvc.key).fully_bound
+
+
 def test_pre_bind_static_and_provisioned_pvs_first():
     env, writer, _ = prebind_env((unbound_pvc, provisioned_pvc, pv_node1a))
     pod = pod_with((unbound_pvc, provisioned_pvc))

@@ -355,3 +355,25 @@ def test_a_claim_of_a_provisioned_class_gets_a_volume_on_the_node_scorer_chose(p
     assert pvc["metadata"]["annotations"][SELECTED_NODE] == placed["app"]
     assert affinity_nodes(storage.volume(pvc["spec"]["volumeName"])) == {placed["app"]}
     check_nothing_half_done(plane, namespace)
+
+
+def test_a_claim_deleted_while_its_pod_waits_for_provisioning_fails_the_binding_and_is_named(
+        plane, scorer, storage, namespace) -> None:
+    """No provisioner serves ``example.com/absent``: scorer writes the claim's selected-node and waits in
+    PreBind. The claim is deleted meanwhile: the wait ends at once with kube's error naming the claim, the
+    pod is not bound and is retried (then PreFilter names the missing claim), and scorer keeps running."""
+    storage.create(storage_class("h-absent", "example.com/absent", "WaitForFirstConsumer"))
+    path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data"
+    storage.create(claim("data", namespace, "h-absent"))
+    Cluster(plane).create_all([pod_with("app", namespace, "data")])
+    wait_until(lambda: SELECTED_NODE in (storage.claim(namespace, "data")["metadata"].get("annotations") or {}),
+               WAIT, "scorer's PreBind to write the claim's selected node")
+    delete_storage(plane, path)
+    failed = unschedulable_with(plane, namespace, "app", 'persistentvolumeclaim "data" not found')
+    assert failed.startswith(("running PreBind plugin \"VolumeBinding\": binding volumes: ", "0/3 nodes are available"))
+    notes = [e["note"] for e in Cluster(plane).events(namespace, "app") if e["reason"] == "FailedScheduling"]
+    # kube's assume-cache wording: ... could not find v1.PersistentVolumeClaim "<ns>/data"
+    assert any(note.startswith('running PreBind plugin "VolumeBinding": binding volumes: failed to check '
+                               'provisioning pvc: ') and f'"{namespace}/data"' in note for note in notes), notes
+    assert Cluster(plane).bound(namespace) == {}
+    assert scorer.probe("/healthz") == 200 and "Traceback" not in scorer.log()

@@ -9,12 +9,14 @@ shadows the delivered object for every reader (``pv``, ``pvc``,
 source delivers a version at least as new. ``api_pv``/``api_pvc`` read the
 delivered objects alone (what PreBind's wait checks).
 
-``version`` grows with every change, for plugins that keep indexes.
+``version`` grows with every change, for plugins that keep indexes;
+``listeners`` are called (no arguments) after every change of a delivered
+object, for waiters that want to look again at once (VolumeBinding's PreBind).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from scorer.model.storage import (
     CSIDriver,
@@ -56,9 +58,14 @@ class VolumeObjects:
         self.capacities: dict[str, CSIStorageCapacity] = {}  # by namespace/name
         self._assumed_pvs: dict[str, PersistentVolume] = {}
         self._assumed_pvcs: dict[str, PersistentVolumeClaim] = {}
-        # PV names by storage class, for static binding's candidates.
+        # PV names by storage class, for static binding's candidates; of those, the ones whose current
+        # copy (assumed or delivered) has no claimRef, and by the claim (namespace/name) a claimRef names.
         self._class_pvs: dict[str, set[str]] = {}
+        self._unclaimed: dict[str, set[str]] = {}
+        self._by_claim: dict[str, set[str]] = {}
+        self._indexed: dict[str, tuple[str, str | None]] = {}  # PV name -> (class, claim key or None)
         self.version = 0
+        self.listeners: list[Callable[[], None]] = []
 
     def __len__(self) -> int:
         return (len(self.pvs) + len(self.pvcs) + len(self.classes) + len(self.csi_nodes)
@@ -77,6 +84,7 @@ class VolumeObjects:
             assumed = self._assumed_pvs.get(obj.name)
             if assumed is not None and _newer_or_same(obj.resource_version, assumed.resource_version):
                 del self._assumed_pvs[obj.name]
+            self._reindex(obj.name)
         elif isinstance(obj, PersistentVolumeClaim):
             self.pvcs[obj.key] = obj
             assumed_claim = self._assumed_pvcs.get(obj.key)
@@ -92,6 +100,7 @@ class VolumeObjects:
             self.capacities[obj.key] = obj
         else:  # pragma: no cover - the union is closed
             raise TypeError(f"not a storage object: {obj!r}")
+        self._changed()
 
     def remove(self, obj: StorageObject) -> None:
         """Drop an object (and a PV's or PVC's assumed copy)."""
@@ -101,6 +110,7 @@ class VolumeObjects:
             if old is not None:
                 self._class_pvs.get(old.storage_class, set()).discard(obj.name)
             self._assumed_pvs.pop(obj.name, None)
+            self._reindex(obj.name)
         elif isinstance(obj, PersistentVolumeClaim):
             self.pvcs.pop(obj.key, None)
             self._assumed_pvcs.pop(obj.key, None)
@@ -112,6 +122,11 @@ class VolumeObjects:
             self.csi_drivers.pop(obj.name, None)
         elif isinstance(obj, CSIStorageCapacity):
             self.capacities.pop(obj.key, None)
+        self._changed()
+
+    def _changed(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def api_pv(self, name: str) -> PersistentVolume | None:
         """The PV as delivered (no assumed copy)."""
@@ -136,6 +151,34 @@ class VolumeObjects:
         """The PVs of ``storage_class`` (assumed copies where there are), in name order."""
         return [self.pv(name) for name in sorted(self._class_pvs.get(storage_class, ()))]  # type: ignore[misc]
 
+    def candidate_pvs(self, storage_class: str, claims: Iterable[str]) -> list[PersistentVolume]:
+        """The PVs of ``storage_class`` that a claim among ``claims`` (``namespace/name``) could be
+        matched to: those without a claimRef and those whose claimRef names one of the claims (current
+        copies, name order). Every other PV of the class is bound or pre-bound elsewhere, which static
+        binding skips anyway; leaving them out keeps a cluster of many bound PVs cheap."""
+        names = set(self._unclaimed.get(storage_class, ()))
+        for claim in claims:
+            names.update(name for name in self._by_claim.get(claim, ())
+                         if self._indexed.get(name, ("", None))[0] == storage_class)
+        return [self.pv(name) for name in sorted(names)]  # type: ignore[misc]
+
+    def _reindex(self, name: str) -> None:
+        """Move PV ``name`` to the index sets its current copy belongs in."""
+        old = self._indexed.pop(name, None)
+        if old is not None:
+            storage_class, claim = old
+            (self._by_claim.get(claim, set()) if claim is not None
+             else self._unclaimed.get(storage_class, set())).discard(name)
+        pv = self.pv(name)
+        if pv is None:
+            return
+        claim = pv.claim_ref.key if pv.claim_ref is not None else None
+        self._indexed[name] = (pv.storage_class, claim)
+        if claim is None:
+            self._unclaimed.setdefault(pv.storage_class, set()).add(name)
+        else:
+            self._by_claim.setdefault(claim, set()).add(name)
+
     def iter_pvs(self) -> Iterator[PersistentVolume]:
         for name in self.pvs:
             pv = self.pv(name)
@@ -154,6 +197,7 @@ class VolumeObjects:
                               f'{pv.resource_version} is older than {current.resource_version})')
         self._assumed_pvs[pv.name] = pv
         self.version += 1
+        self._reindex(pv.name)
 
     def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
         """Shadow the PVC with ``pvc``; AssumeError as ``assume_pv``."""
@@ -170,6 +214,7 @@ class VolumeObjects:
         """Drop the PV's assumed copy (idempotent)."""
         if self._assumed_pvs.pop(name, None) is not None:
             self.version += 1
+            self._reindex(name)
 
     def restore_pvc(self, key: str) -> None:
         """Drop the PVC's assumed copy (idempotent)."""

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -84,7 +84,8 @@ class PodClaims:
     """A pod's claims as PreFilter classified them (from the assume cache).
 
     ``delay``: unbound claims of a WaitForFirstConsumer class without ``volumeName``, in
-    volume order; ``pvs_by_class``: the PVs of each of their classes at PreFilter (assumed
+    volume order; ``pvs_by_class``: the PVs of each of their classes that they could take at
+    PreFilter (no claimRef, or one naming one of these claims: ``VolumeObjects.candidate_pvs``; assumed
     copies included), name order.
     """
 
@@ -181,7 +182,8 @@ def classify_claims(pod: Pod, claims: Iterable[tuple[str, bool]], volumes: Volum
             delay.append(pvc)
         else:  # an Immediate class, no or an unknown class, or pre-bound (volumeName set)
             immediate.append(pvc)
-    pvs_by_class = {pvc.storage_class: tuple(volumes.pvs_of_class(pvc.storage_class)) for pvc in delay}
+    keys = [pvc.key for pvc in delay]
+    pvs_by_class = {pvc.storage_class: tuple(volumes.candidate_pvs(pvc.storage_class, keys)) for pvc in delay}
     return PodClaims(tuple(bound), tuple(delay), tuple(immediate), pvs_by_class)
 
 
@@ -335,11 +337,14 @@ def affinity_matches(selector: NodeSelector | None, node: Node) -> bool:
 # -- selectors over node tables ----------------------------------------------------------
 
 
+_MAX_SELECTORS_BY_ID = 100_000  # selector objects kept for node_rows (each holds a PV's node affinity)
+
+
 class SelectorMasks:
     """Node selectors and label selectors evaluated over every row of one node table, cached
     until the table's nodes change (``nodes_version``); a batch gathers its rows."""
 
-    __slots__ = ("_table", "_version", "_nodes", "_rows", "_labels", "_by_value")
+    __slots__ = ("_table", "_version", "_nodes", "_rows", "_labels", "_by_value", "_rows_by_id")
 
     def __init__(self) -> None:
         self._table: NodeTable | None = None
@@ -349,6 +354,9 @@ class SelectorMasks:
         self._labels: dict[object, np.ndarray] = {}
         # label key -> (rows sorted by value code, start of each code's run in them)
         self._by_value: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # node_rows by the selector object itself (held, so its id is not reused): hashing a selector
+        # (frozen attrs, nested) costs more than the lookup; a PV keeps its selector object.
+        self._rows_by_id: dict[int, tuple[NodeSelector, np.ndarray]] = {}
 
     def _fresh(self, table: NodeTable) -> None:
         if self._table is not table or self._version != table.nodes_version:
@@ -357,12 +365,17 @@ class SelectorMasks:
             self._rows.clear()
             self._labels.clear()
             self._by_value.clear()
+            self._rows_by_id.clear()
 
     def node_rows(self, selector: NodeSelector | None, table: NodeTable) -> np.ndarray:
         """The table rows the selector matches (None: every row), ascending. A selector of one
         term of ``In`` expressions (a local PV's ``hostname In [node]``) is answered from an
         index of the rows by label value, without a pass over the table."""
         self._fresh(table)
+        if selector is not None:
+            known = self._rows_by_id.get(id(selector))
+            if known is not None and known[0] is selector:
+                return known[1]
         rows = self._rows.get(selector)
         if rows is None:
             if selector is None:
@@ -373,6 +386,10 @@ class SelectorMasks:
                 full = self._nodes.get(selector)
                 rows = np.flatnonzero(full if full is not None else _selector_rows(selector, table))
             self._rows[selector] = rows
+        if selector is not None:
+            if len(self._rows_by_id) > _MAX_SELECTORS_BY_ID:
+                self._rows_by_id.clear()
+            self._rows_by_id[id(selector)] = (selector, rows)
         return rows
 
     def _in_rows(self, term: NodeSelectorTerm, table: NodeTable) -> np.ndarray:
@@ -487,26 +504,45 @@ def _capacity_sufficient(capacity: CSIStorageCapacity, request: int) -> bool:
 @attrs.define(slots=True)
 class FindResult:
     """FindPodVolumes over a batch: per node the four reason flags (True = the reason applies),
-    internal errors, and the PodVolumes of the nodes that pass (by batch position)."""
+    internal errors, the nodes that pass, and what binding takes on each (``pod_volumes_at``,
+    made when asked: most passing nodes are never chosen)."""
 
     node_conflict: np.ndarray
     bind_conflict: np.ndarray
     not_enough_space: np.ndarray
     pv_not_exist: np.ndarray
     errors: list[tuple[str, np.ndarray]]
-    pod_volumes: dict[int, PodVolumes]
+    passing: np.ndarray  # bool per batch position
+    # Per unbound claim matched: (claim, its candidates, the candidate index chosen per position, -1 none);
+    # per claim to provision: (claim, bool per position).
+    static: list[tuple[PersistentVolumeClaim, list[PersistentVolume], np.ndarray]] = attrs.Factory(list)
+    provisions: list[tuple[PersistentVolumeClaim, np.ndarray]] = attrs.Factory(list)
 
     def reasons(self) -> list[tuple[str, np.ndarray]]:
         return [(ERR_REASON_NODE_CONFLICT, self.node_conflict), (ERR_REASON_BIND_CONFLICT, self.bind_conflict),
                 (ERR_REASON_NOT_ENOUGH_SPACE, self.not_enough_space), (ERR_REASON_PV_NOT_EXIST, self.pv_not_exist)]
 
+    def pod_volumes_at(self, i: int) -> PodVolumes:
+        """The PodVolumes of the passing node at batch position ``i``."""
+        if not self.static and not self.provisions:
+            return EMPTY_POD_VOLUMES
+        bindings = tuple(StaticBinding(pvc, pvs[int(chosen[i])]) for pvc, pvs, chosen in self.static
+                         if chosen[i] >= 0)
+        return PodVolumes(bindings, tuple(pvc for pvc, needs in self.provisions if needs[i]))
+
 
 class VolumeFinder:
-    """kube's ``FindPodVolumes`` for a batch of nodes (reference §10.6.2-10.6.4)."""
+    """kube's ``FindPodVolumes`` for a batch of nodes (reference §10.6.2-10.6.4).
 
-    def __init__(self, volumes: VolumeObjects, masks: SelectorMasks) -> None:
+    ``memo`` lives as long as one cycle's PreFilter state (one pod, one view of the volumes): the
+    node-independent candidates of each claim, and for the first claim matched (no earlier claim's
+    choice to exclude) the candidate each node of the whole table would take, so the Filter calls
+    of a cycle's chunks only gather their rows."""
+
+    def __init__(self, volumes: VolumeObjects, masks: SelectorMasks, memo: dict[Any, Any] | None = None) -> None:
         self.volumes = volumes
         self.masks = masks
+        self.memo: dict[Any, Any] = {} if memo is None else memo
 
     def find(self, claims: PodClaims, nodes: NodeBatch) -> FindResult:
         n = len(nodes)
@@ -522,24 +558,8 @@ class VolumeFinder:
         erred = none.copy()
         for _, mask in errors:
             erred |= mask
-        result = FindResult(node_conflict & ~erred, bind_conflict & ~erred, not_enough & ~erred,
-                            pv_not_exist & ~erred, errors, {})
-        passing = np.flatnonzero(~(failed | erred))
-        if not static and not provisions:
-            result.pod_volumes = dict.fromkeys(passing.tolist(), EMPTY_POD_VOLUMES)
-            return result
-        shared: dict[tuple[int, ...], PodVolumes] = {}
-        for i in passing.tolist():
-            chosen = tuple(int(indices[i]) for _, _, indices in static)
-            wanted = tuple(k for k, (_, needs) in enumerate(provisions) if needs[i])
-            key = (*chosen, -2, *wanted)
-            pod_volumes = shared.get(key)
-            if pod_volumes is None:
-                bindings = tuple(StaticBinding(pvc, pvs[j]) for (pvc, pvs, _), j in zip(static, chosen, strict=True)
-                                 if j >= 0)
-                pod_volumes = shared[key] = PodVolumes(bindings, tuple(provisions[k][0] for k in wanted))
-            result.pod_volumes[i] = pod_volumes
-        return result
+        return FindResult(node_conflict & ~erred, bind_conflict & ~erred, not_enough & ~erred,
+                          pv_not_exist & ~erred, errors, ~(failed | erred), static, provisions)
 
     # -- bound claims ---------------------------------------------------------------
     def _bound(self, bound: tuple[PersistentVolumeClaim, ...], nodes: NodeBatch,
@@ -619,9 +639,14 @@ class VolumeFinder:
         earlier: list[np.ndarray] = []  # per earlier claim: the id of the PV it took on each node, -1 none
         out = []
         for pvc in claims:
-            pre_bound, others = _candidates(pvc, pvs_by_class.get(pvc.storage_class, ()))
+            pre_bound, others = self._candidates(pvc, pvs_by_class)
             candidates = pre_bound + others
             cand_ids = np.array([ids.setdefault(pv.name, len(ids)) for pv in candidates], dtype=np.int64)
+            if not earlier:  # nothing taken yet: the whole table's choice, once per cycle
+                chosen = np.where(active, self._table_choice(pvc, pre_bound, others, nodes.table)[nodes.rows], -1)
+                earlier.append(np.where(chosen >= 0, cand_ids[np.maximum(chosen, 0)] if len(cand_ids) else -1, -1))
+                out.append((pvc, candidates, chosen))
+                continue
             chosen = np.full(n, -1, dtype=np.int64)
             undecided = active.copy()
             for j, pv in enumerate(pre_bound):
@@ -636,6 +661,41 @@ class VolumeFinder:
             earlier.append(np.where(chosen >= 0, cand_ids[np.maximum(chosen, 0)] if len(cand_ids) else -1, -1))
             out.append((pvc, candidates, chosen))
         return out
+
+    def _candidates(self, pvc: PersistentVolumeClaim, pvs_by_class: dict[str, tuple[PersistentVolume, ...]]
+                    ) -> tuple[list[PersistentVolume], list[PersistentVolume]]:
+        key = ("candidates", pvc.key)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = _candidates(pvc, pvs_by_class.get(pvc.storage_class, ()))
+        return found  # type: ignore[no-any-return]
+
+    def _table_choice(self, pvc: PersistentVolumeClaim, pre_bound: list[PersistentVolume],
+                      others: list[PersistentVolume], table: NodeTable) -> np.ndarray:
+        """Per table row, the index (into pre-bound + others) of the PV the claim takes there when no
+        earlier claim took any, -1 for none: the first pre-bound PV decides every node (it matches or
+        the claim is unmatched there); else the first of ``others`` whose node affinity matches."""
+        key = ("table", pvc.key)
+        full = self.memo.get(key)
+        if full is not None:
+            return full  # type: ignore[no-any-return]
+        full = np.full(len(table), -1, dtype=np.int64)
+        if pre_bound:
+            full[self.masks.node_rows(pre_bound[0].node_affinity, table)] = 0
+        elif others:
+            rows: list[np.ndarray] = []
+            for pv in others:
+                rows.append(self.masks.node_rows(pv.node_affinity, table))
+                if pv.node_affinity is None:
+                    break  # it matches every node: no later PV is reached
+            counts = [len(r) for r in rows]
+            all_rows = np.concatenate(rows)
+            indices = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+            # The first occurrence of each row is its smallest index (indices ascend).
+            unique, first = np.unique(all_rows, return_index=True)
+            full[unique] = indices[first]
+        self.memo[key] = full
+        return full
 
     def _smallest(self, others: list[PersistentVolume], first: int, cand_ids: np.ndarray, earlier: list[np.ndarray],
                   nodes: NodeBatch, position: np.ndarray, undecided: np.ndarray, chosen: np.ndarray) -> None:

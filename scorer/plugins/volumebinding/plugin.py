@@ -29,7 +29,10 @@ yet and returns Error with the writer's message. Then the delivered objects are 
 once and every second until every claim is fully bound, a check fails, or
 ``bindTimeoutSeconds`` pass: Error ``binding volumes: <cause>`` (``context deadline
 exceeded`` on timeout). The binding cycle runs Unreserve after an Error. (kube's first check
-comes after one second; the in-memory cluster binds synchronously, so scorer checks at once.)
+comes after one second, then one each second; scorer checks at once, then again as soon as the
+cluster source delivers a change of a storage object, and at least each second: the in-memory
+cluster binds synchronously, and a real cluster's binding ends when the PersistentVolume
+controller's write arrives, not at the next whole second.)
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from scorer.plugins.volumebinding.args import VolumeBindingArgs
 from scorer.plugins.volumebinding.binder import (
     ERR_UNBOUND_IMMEDIATE,
     BinderError,
+    FindResult,
     PodClaims,
     PodVolumes,
     SelectorMasks,
@@ -101,11 +105,44 @@ class _State:
     preemption records PodVolumes too; only the chosen node's are used)."""
 
     claims: PodClaims | None
-    pod_volumes: dict[str, PodVolumes] = attrs.Factory(dict)
+    pod_volumes: _PodVolumesByNode = attrs.Factory(lambda: _PodVolumesByNode())
     all_bound: bool = False
+    memo: dict[Any, Any] = attrs.Factory(dict)  # the VolumeFinder's, for this cycle's Filter calls
 
     def clone(self) -> _State:
         return self
+
+
+class _PodVolumesByNode:
+    """The PodVolumes of each node that passed Filter, by node name: set ones (Reserve's assumed
+    copies, PreBind's written ones) and those of the Filter results, made when first asked."""
+
+    __slots__ = ("_set", "_found")
+
+    def __init__(self) -> None:
+        self._set: dict[str, PodVolumes] = {}
+        # Per Filter call: its batch (node name -> position through the table rows) and result.
+        self._found: list[tuple[NodeBatch, FindResult]] = []
+
+    def add(self, nodes: NodeBatch, result: FindResult) -> None:
+        self._found.append((nodes, result))
+
+    def get(self, node_name: str) -> PodVolumes | None:
+        pod_volumes = self._set.get(node_name)
+        if pod_volumes is not None:
+            return pod_volumes
+        for nodes, result in reversed(self._found):  # a later call (nominated pods, preemption) wins
+            row = nodes.table.index.get(node_name)
+            if row is None:
+                continue
+            hits = np.flatnonzero(nodes.rows == row)
+            if len(hits) and result.passing[hits[0]]:
+                pod_volumes = self._set[node_name] = result.pod_volumes_at(int(hits[0]))
+                return pod_volumes
+        return None
+
+    def __setitem__(self, node_name: str, pod_volumes: PodVolumes) -> None:
+        self._set[node_name] = pod_volumes
 
 
 def _state(state: CycleState) -> _State | None:
@@ -119,9 +156,25 @@ class VolumeBinding:
         self.args = args
         self.handle = handle
         self._masks = SelectorMasks()
-        # PreBind's time (tests replace them).
+        # PreBind's time (tests replace them): ``sleep(seconds)`` returns after ``seconds`` or as soon
+        # as a storage object changes, whichever is first.
         self.clock: Callable[[], float] = time.monotonic
-        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+        self.sleep: Callable[[float], Awaitable[Any]] = self._until_changed
+        self._changed: asyncio.Event | None = None
+        handle.cache.volumes.listeners.append(self._on_change)
+
+    def _on_change(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def _until_changed(self, seconds: float) -> None:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._changed.wait(), seconds)
+        except TimeoutError:
+            pass
 
     def events_to_register(self) -> list[ClusterEvent]:
         """kube 1.33-1.35 (§10.6.8): classes, claims, volumes, node labels, CSINodes,
@@ -163,16 +216,12 @@ class VolumeBinding:
             return verdict
         if current.claims is None:
             return verdict
-        result = VolumeFinder(self.handle.cache.volumes, self._masks).find(current.claims, nodes)
+        result = VolumeFinder(self.handle.cache.volumes, self._masks, current.memo).find(current.claims, nodes)
         for reason, mask in result.reasons():
             verdict.reject(mask, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         for message, mask in result.errors:
             verdict.reject(mask, message, Code.ERROR)
-        rows = nodes.rows.tolist()
-        names = nodes.table.names
-        by_node = current.pod_volumes
-        for i, pod_volumes in result.pod_volumes.items():
-            by_node[names[rows[i]]] = pod_volumes
+        current.pod_volumes.add(nodes, result)
         return verdict
 
     # -- Reserve / Unreserve --------------------------------------------------------------
