@@ -318,10 +318,10 @@ def test_storage_objects_are_created_before_the_nodes_and_pods() -> None:
     setup = build_setup(workload_from_data({"name": "v", "shape": "volumes-wait"}), 3, 3)
     objects = e2e.setup_objects(setup)
     paths = [r.path for r in objects.storage]
-    assert paths[0] == "/apis/storage.k8s.io/v1/storageclasses"
-    assert paths.count("/api/v1/persistentvolumes") == 3
-    assert paths.count("/api/v1/namespaces/bench/persistentvolumeclaims") == 3
-    assert all("status" not in r.body for r in objects.storage)  # the PersistentVolume controller sets phases
+    assert paths[0] == "/apis/storage.k8s.io/v1/storageclasses" and paths.count("/api/v1/persistentvolumes") == 3
+    # the claims after the volumes: one created first, naming a volume not there yet, would be Lost
+    assert [r.path for r in objects.claims] == ["/api/v1/namespaces/bench/persistentvolumeclaims"] * 3
+    assert all("status" not in r.body for r in (*objects.storage, *objects.claims))  # the controller sets phases
 
 
 def test_volume_bindings_timeout_is_written_for_kube_scheduler_120(tmp_path: Path) -> None:
@@ -344,15 +344,18 @@ def test_volume_bindings_timeout_is_written_for_kube_scheduler_120(tmp_path: Pat
 @pytest.mark.kube
 @pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["scorer", "kube-scheduler"])
-def test_wait_for_first_consumer_volumes_bind_end_to_end(scheduler: str) -> None:
-    """The volumes-wait shape end to end: the PersistentVolume controller runs beside the scheduler, which
-    matches each pod's claim to a free local PV on a node and waits for the controller to bind it."""
+@pytest.mark.parametrize("shape", ["volumes", "volumes-wait"])
+def test_volume_workloads_bind_end_to_end(shape: str, scheduler: str) -> None:
+    """The volume shapes end to end, the PersistentVolume controller beside the scheduler: claims pre-bound
+    to a local PV on one node (the controller completes the pre-binding, the pod goes to that node), and
+    WaitForFirstConsumer claims matched to a free local PV on a node (the controller binds what PreBind
+    wrote)."""
     kube_binaries()
     kube_controller_manager_binary()
     if scheduler == "kube-scheduler":
         kube_scheduler_binary()
-    setup = build_setup(workload_from_data({"name": "volumes-wait", "shape": "volumes-wait"}), 6, 6)
-    spec = PointSpec("volumes-wait", 6, 6, mode="e2e", scheduler=scheduler)
+    setup = build_setup(workload_from_data({"name": shape, "shape": shape}), 6, 6)
+    spec = PointSpec(shape, 6, 6, mode="e2e", scheduler=scheduler)
     point = e2e.run_e2e_point(setup, spec, config_path=None, timeout=180)
     assert point["error"] is None, point
     assert (point["bound"], point["unscheduled"]) == (6, 0) and point["check"]["outcome"] == "complete"

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from scorer.bench.runner import run_point
 from scorer.bench.snapshot import HOSTNAME_LABEL, _yaml_list_items, load_cluster_setup
-from scorer.bench.spec import Setup
+from scorer.bench.spec import PointSpec, Setup
 from scorer.errors import InputError, ModelError, ReadError
 from scorer.model import load_objects
 from scorer.simulate import simulate
@@ -372,3 +373,70 @@ def test_an_error_inside_an_item_is_reported_at_its_line_in_the_file(tmp_path):
     line = text.splitlines().index("    nodeName: node-b") + 1
     with pytest.raises(ReadError, match=rf"cluster\.yaml: items\[4\]\.spec\.nodeName: duplicate .* line {line}\)"):
         load_cluster_setup(path)
+
+
+# -- storage objects ----------------------------------------------------------------------------------
+
+
+def volume_cluster() -> list[dict[str, Any]]:
+    """Two nodes; a pending pod whose claim is pre-bound to a local volume on node-b (exported with its
+    status and uids), a WaitForFirstConsumer class, a CSINode, a bound pod without claims."""
+    hostname = HOSTNAME_LABEL
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {hostname: n}},
+              "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}} for n in ("node-a", "node-b")]
+    return [
+        *nodes,
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-b"},
+         "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 2}}]}},
+        {"apiVersion": "v1", "kind": "PersistentVolume",
+         "metadata": {"name": "pv-b", "uid": "u-pv", "resourceVersion": "9"},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                  "local": {"path": "/mnt"}, "claimRef": {"namespace": "db", "name": "data", "uid": "u-old"},
+                  "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                      {"matchExpressions": [{"key": hostname, "operator": "In", "values": ["node-b"]}]}]}}},
+         "status": {"phase": "Bound"}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "data", "namespace": "db", "uid": "u-old",
+                      "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local", "volumeName": "pv-b",
+                  "resources": {"requests": {"storage": "1Gi"}}},
+         "status": {"phase": "Bound"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0", "namespace": "db"},
+         "spec": {"containers": [{"name": "c", "image": "postgres"}],
+                  "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "db"},
+         "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "nginx"}],
+                  "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}},
+    ]
+
+
+def test_storage_objects_are_kept_without_status_and_old_uids_and_copied_by_scale(tmp_path):
+    setup = load_cluster_setup(write_list(tmp_path, volume_cluster()), scale=2)
+    storage = by_name(setup.storage)
+    assert sorted(storage) == ["data", "data-s1", "local", "node-b", "node-b-s1", "pv-b", "pv-b-s1"]
+    assert all("status" not in obj for obj in setup.storage)
+    assert storage["pv-b"]["spec"]["claimRef"] == {"namespace": "db", "name": "data"}  # a pre-binding now
+    copy = storage["pv-b-s1"]["spec"]
+    assert copy["claimRef"] == {"namespace": "db", "name": "data-s1"}
+    term = copy["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert term["values"] == ["node-b-s1"]
+    assert storage["data-s1"]["spec"]["volumeName"] == "pv-b-s1"
+    pods = by_name(setup.measured)
+    assert pods["db-0-s1"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "data-s1"
+
+
+def test_scaled_copies_of_a_pod_with_a_claim_each_go_to_their_own_volumes_node(tmp_path):
+    """In process (the in-memory PersistentVolume controller completes the pre-bindings): each copy of the
+    pod follows its own volume's node."""
+    setup = load_cluster_setup(write_list(tmp_path, volume_cluster()), scale=3)
+    point = run_point(setup, PointSpec("cluster", 6, 3), config_path=None, profile="default")
+    assert point["error"] is None and point["bound"] == 3
+    assert point["check"]["volumes"] == {"claims": 3, "claims_bound": 3, "pods_off_their_volumes": 0}
+
+
+def test_pods_like_mine_leave_the_claims_of_the_pod_they_copy_out(tmp_path):
+    setup = load_cluster_setup(write_list(tmp_path, volume_cluster()), pods=3)
+    clones = [pod for pod in setup.measured if "-bench-" in pod["metadata"]["name"]]
+    assert clones and all(not pod["spec"].get("volumes") for pod in clones)

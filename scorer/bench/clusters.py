@@ -243,7 +243,6 @@ def _preemption(ctx: _Context) -> Setup:
 
 VOLUME_SIZE = "1Gi"
 WAIT_CLASS = "local-wait"
-ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 
 def _local_pv(name: str, node: str, storage_class: str, claim: Json | None) -> Json:
@@ -256,25 +255,24 @@ def _local_pv(name: str, node: str, storage_class: str, claim: Json | None) -> J
         "nodeAffinity": {"required": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}]}},
     }
-    if claim is not None:
+    if claim is not None:  # by name: the API server gives the claim a uid of its own
         meta = claim["metadata"]
         spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": meta["namespace"],
-                            "name": meta["name"], "uid": meta["uid"]}
+                            "name": meta["name"]}
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "uid": f"uid-{name}"},
-            "spec": spec, "status": {"phase": "Bound" if claim is not None else "Available"}}
+            "spec": spec, "status": {"phase": "Available"}}
 
 
 def _claim(name: str, storage_class: str, volume: str = "") -> Json:
-    """A claim of ``VOLUME_SIZE``; with ``volume`` bound to it (as the PersistentVolume controller leaves it)."""
+    """A claim of ``VOLUME_SIZE``; with ``volume``, pre-bound to it (``spec.volumeName``, the volume's claimRef
+    naming the claim): the PersistentVolume controller completes the binding (in memory at once)."""
     meta: Json = {"name": name, "namespace": NAMESPACE, "uid": f"uid-{NAMESPACE}-{name}"}
     spec: Json = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": VOLUME_SIZE}},
                   "storageClassName": storage_class, "volumeMode": "Filesystem"}
-    status: Json = {"phase": "Pending"}
     if volume:
-        meta["annotations"] = {ANN_BIND_COMPLETED: "yes"}
         spec["volumeName"] = volume
-        status = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": VOLUME_SIZE}}
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec, "status": status}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec,
+            "status": {"phase": "Pending"}}
 
 
 def _volumes(ctx: _Context) -> Setup:

@@ -494,7 +494,8 @@ class Objects:
 
     first: list[Request]  # namespaces, PriorityClasses
     workloads: list[Request]
-    storage: list[Request]  # StorageClasses, PersistentVolumes, PersistentVolumeClaims
+    storage: list[Request]  # StorageClasses, CSIDrivers, CSINodes, PersistentVolumes
+    claims: list[Request]  # PersistentVolumeClaims (after the volumes: a claim naming a volume not there is Lost)
     nodes: list[Request]
     init: list[Request]
     measured: list[Request]
@@ -509,15 +510,17 @@ def setup_objects(setup: Setup) -> Objects:
     for obj in setup.workloads:
         if obj.get("kind") == "PriorityClass":
             classes[obj["metadata"]["name"]] = dict(obj)
-    storage = [request_for(obj) for obj in setup.storage]
+    storage = [request_for(obj) for obj in setup.storage if obj.get("kind") != "PersistentVolumeClaim"]
+    claims = [request_for(obj) for obj in setup.storage if obj.get("kind") == "PersistentVolumeClaim"]
     namespaces = {(ns.get("metadata") or {}).get("name"): ns for ns in setup.namespaces}
-    for request in (*workloads, *storage, *init, *measured):
+    for request in (*workloads, *storage, *claims, *init, *measured):
         name = request.body["metadata"].get("namespace")
         if name and name not in namespaces:
             namespaces[name] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     first = [request_for({**ns, "status": {}}) for ns in namespaces.values()]
     first += [request_for(cls) for cls in classes.values()]
-    return Objects(first=first, workloads=workloads, storage=storage, nodes=[request_for(node) for node in setup.nodes],
+    return Objects(first=first, workloads=workloads, storage=storage, claims=claims,
+                   nodes=[request_for(node) for node in setup.nodes],
                    init=init, measured=measured,
                    keys=[(r.body["metadata"]["namespace"], r.body["metadata"]["name"]) for r in measured])
 
@@ -1154,11 +1157,11 @@ async def measure(run: Run, command: list[str]) -> None:
 async def load(api: Api, objects: Objects, deadline: float) -> dict[str, float]:
     """Creates the objects phase by phase; returns the seconds each phase took (not part of any figure)."""
     seconds = {}
-    for phase in ("first", "workloads", "storage", "nodes", "init", "measured"):
+    for phase in ("first", "workloads", "storage", "claims", "nodes", "init", "measured"):
         requests = getattr(objects, phase)
         if requests:
             seconds[phase] = round(await api.create_all(requests, deadline), 2)
-        if phase == "storage" and any(r.body.get("kind") == "PersistentVolume" for r in requests):
+        if phase == "claims" and any(r.body.get("kind") == "PersistentVolume" for r in objects.storage):
             started = time.monotonic()
             await wait_volumes_synced(api, deadline)
             seconds["volumes_synced"] = round(time.monotonic() - started, 2)
@@ -1167,18 +1170,24 @@ async def load(api: Api, objects: Objects, deadline: float) -> dict[str, float]:
 
 async def wait_volumes_synced(api: Api, deadline: float) -> None:
     """Waits (at most ``VOLUMES_SYNC_SECONDS``) until the PersistentVolume controller has given every new
-    PersistentVolume its phase (Available, or Bound for a pre-bound one): VolumeBinding matches only
-    Available volumes, in scorer and in kube-scheduler alike."""
+    PersistentVolume its phase (VolumeBinding matches only Available volumes, in scorer and in
+    kube-scheduler alike) and bound every claim pre-bound to a volume (``spec.volumeName``)."""
     until = min(deadline, time.monotonic() + VOLUMES_SYNC_SECONDS)
     while True:
-        listing = await api.get_json("/api/v1/persistentvolumes", deadline)
-        pending = [item["metadata"]["name"] for item in listing.get("items") or ()
+        volumes = await api.get_json("/api/v1/persistentvolumes", deadline)
+        claims = await api.get_json("/api/v1/persistentvolumeclaims", deadline)
+        pending = [f"PersistentVolume {item['metadata']['name']}" for item in volumes.get("items") or ()
                    if (item.get("status") or {}).get("phase", "Pending") == "Pending"]
+        pending += [f"PersistentVolumeClaim {item['metadata']['namespace']}/{item['metadata']['name']}"
+                    for item in claims.get("items") or ()
+                    if (item.get("spec") or {}).get("volumeName")
+                    and (item.get("status") or {}).get("phase") != "Bound"]
         if not pending:
             return
         if time.monotonic() >= until:
-            raise E2EError(f"{len(pending)} PersistentVolume(s) still Pending after {VOLUMES_SYNC_SECONDS:.0f} s "
-                           f"(is kube-controller-manager's PersistentVolume controller running?), e.g. {pending[0]}")
+            raise E2EError(f"{len(pending)} volume(s) or pre-bound claim(s) still Pending after "
+                           f"{VOLUMES_SYNC_SECONDS:.0f} s (is kube-controller-manager's PersistentVolume controller "
+                           f"running?), e.g. {pending[0]}")
         await asyncio.sleep(0.5)
 
 

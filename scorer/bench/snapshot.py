@@ -45,14 +45,20 @@ label gets the same suffix, other labels such as the zone stay), pod ``p`` to
 ``p-s<k>``, and its bound pods move to the node's copy, node affinity
 pinning them to a node name or hostname included (DaemonSet pods).
 Namespaces, owners and budgets are not copied: the copies keep their labels
-and ownerReferences, so the same owners select them. A name past its limit
+and ownerReferences, so the same owners select them. Claims and volumes are:
+copy k of claim ``c`` is ``c-s<k>`` (its pods' ``claimName`` follow), of volume
+``v`` is ``v-s<k>`` (its claimRef, a claim's ``volumeName`` and the node
+names and hostnames its node affinity pins it to follow), a CSINode follows
+its node; StorageClasses, CSIDrivers and CSIStorageCapacities are shared. A name past its limit
 (253 characters, 63 for the hostname label) is shortened with a hash, and a
 warning is logged.
 
 ``pods`` N: fewer pending pods than that are topped up with pending clones
 of the bound pods ("pods like mine": round-robin, DaemonSet and mirror pods
-left out as they are pinned to their node), named ``<name>-bench-<k>``;
-more are cut to the first N.
+left out as they are pinned to their node), named ``<name>-bench-<k>``,
+without the PersistentVolumeClaim and ephemeral volumes of the pod cloned (a
+clone has no claim of its own; sharing the original's would pin every clone
+to its volume); more are cut to the first N.
 
 Copies share the parts they do not change with their original (pod specs,
 node statuses): treat a ``Setup`` as read-only.
@@ -146,7 +152,7 @@ def load_cluster_setup(
         found = _Reader(source, scheduler_name).read()
         if not found.nodes:
             raise InputError(f"{source}: the cluster file has no Node objects")
-        nodes, init, measured = _scaled(found, scale)
+        nodes, init, measured, storage = _scaled(found, scale)
         measured = _fitted(measured, init, pods, scheduler_name, source)
         _check_copy_names(nodes, init + measured, source)
         namespaces = found.namespaces + _missing_namespaces(found, init + measured)
@@ -157,7 +163,7 @@ def load_cluster_setup(
         namespaces=namespaces,
         workloads=found.workloads,
         ignored=dict(found.ignored.most_common()),
-        storage=found.storage,
+        storage=storage,
     )
 
 
@@ -424,18 +430,24 @@ def _missing_namespaces(found: _Found, pods: list[dict[str, Any]]) -> list[dict[
 # -- scale ----------------------------------------------------------------------------------------
 
 
-def _scaled(found: _Found, scale: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Nodes, bound pods and pending pods of ``scale`` copies of the cluster (copy 0 as read)."""
-    nodes, init, measured = list(found.nodes), list(found.init), list(found.measured)
+def _scaled(found: _Found, scale: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]],
+                                                list[dict[str, Any]]]:
+    """Nodes, bound pods, pending pods and storage objects of ``scale`` copies of the cluster (copy 0 as
+    read)."""
+    nodes, init, measured, storage = list(found.nodes), list(found.init), list(found.measured), list(found.storage)
+    claims = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" for obj in found.storage
+              if obj["kind"] == "PersistentVolumeClaim"}
     for k in range(1, scale):
         suffix = f"-s{k}"
         renamed: dict[str, str] = {}
         rehosted: dict[str, str] = {}
         for node in found.nodes:
             nodes.append(_node_copy(node, suffix, renamed, rehosted))
-        init.extend(_pod_copy(pod, suffix, renamed, rehosted) for pod in found.init)
-        measured.extend(_pod_copy(pod, suffix, renamed, rehosted) for pod in found.measured)
-    return nodes, init, measured
+        init.extend(_pod_copy(pod, suffix, renamed, rehosted, claims) for pod in found.init)
+        measured.extend(_pod_copy(pod, suffix, renamed, rehosted, claims) for pod in found.measured)
+        storage.extend(copy for obj in found.storage
+                       if (copy := _storage_copy(obj, suffix, renamed, rehosted)) is not None)
+    return nodes, init, measured, storage
 
 
 def _node_copy(node: dict[str, Any], suffix: str, renamed: dict[str, str], rehosted: dict[str, str]) -> dict[str, Any]:
@@ -453,14 +465,62 @@ def _node_copy(node: dict[str, Any], suffix: str, renamed: dict[str, str], rehos
     return {**node, "metadata": copy_meta}
 
 
-def _pod_copy(pod: dict[str, Any], suffix: str, renamed: dict[str, str], rehosted: dict[str, str]) -> dict[str, Any]:
-    """Copy of ``pod`` named with ``suffix``, on its node's copy and pinned to node copies where it was pinned."""
+def _pod_copy(pod: dict[str, Any], suffix: str, renamed: dict[str, str], rehosted: dict[str, str],
+              claims: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """Copy of ``pod`` named with ``suffix``, on its node's copy and pinned to node copies where it was pinned;
+    its claims of the file (``claims``: namespace/name) are the claims' copies."""
     meta = pod["metadata"]
     spec = _repinned(pod["spec"], renamed, rehosted)
     node_name = spec.get("nodeName")
     if node_name:
         spec = {**spec, "nodeName": renamed[node_name]}
+    volumes = spec.get("volumes")
+    if claims and isinstance(volumes, list):
+        namespace = meta.get("namespace") or "default"
+        spec = {**spec, "volumes": [_claim_copy(volume, namespace, suffix, claims) for volume in volumes]}
     return {**pod, "metadata": {**meta, "name": _suffixed(meta["name"], suffix, MAX_NAME, "pod name")}, "spec": spec}
+
+
+def _claim_copy(volume: Any, namespace: str, suffix: str, claims: frozenset[str] | set[str]) -> Any:
+    source = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
+    if not isinstance(source, Mapping):
+        return volume
+    name = source.get("claimName")
+    if not isinstance(name, str) or f"{namespace}/{name}" not in claims:
+        return volume
+    return {**volume, "persistentVolumeClaim": {**source, "claimName": _suffixed(name, suffix, MAX_NAME,
+                                                                                 "claim name")}}
+
+
+def _storage_copy(obj: dict[str, Any], suffix: str, renamed: dict[str, str],
+                  rehosted: dict[str, str]) -> dict[str, Any] | None:
+    """Copy ``suffix`` of a claim, a volume or a CSINode (None: a shared object, not copied)."""
+    kind, meta = obj["kind"], obj["metadata"]
+    if kind == "CSINode":
+        name = renamed.get(meta["name"])
+        return None if name is None else {**obj, "metadata": {**meta, "name": name}}
+    if kind not in ("PersistentVolume", "PersistentVolumeClaim"):
+        return None
+    copy = {**obj, "metadata": {**meta, "name": _suffixed(meta["name"], suffix, MAX_NAME, f"{kind} name")}}
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return copy
+    spec = dict(spec)
+    if kind == "PersistentVolumeClaim" and isinstance(spec.get("volumeName"), str) and spec["volumeName"]:
+        spec["volumeName"] = _suffixed(spec["volumeName"], suffix, MAX_NAME, "PersistentVolume name")
+    if kind == "PersistentVolume":
+        ref = spec.get("claimRef")
+        if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+            spec["claimRef"] = {**ref, "name": _suffixed(ref["name"], suffix, MAX_NAME, "claim name")}
+        affinity = spec.get("nodeAffinity")
+        required = affinity.get("required") if isinstance(affinity, Mapping) else None
+        if (isinstance(affinity, Mapping) and isinstance(required, Mapping)
+                and isinstance(required.get("nodeSelectorTerms"), list)):
+            mapped = _mapped_node_affinity({"requiredDuringSchedulingIgnoredDuringExecution": required},
+                                           renamed, rehosted)
+            spec["nodeAffinity"] = {**affinity, "required": mapped["requiredDuringSchedulingIgnoredDuringExecution"]}
+    copy["spec"] = spec
+    return copy
 
 
 def _repinned(spec: dict[str, Any], renamed: dict[str, str], rehosted: dict[str, str]) -> dict[str, Any]:
@@ -590,6 +650,10 @@ def _clone(pod: Mapping[str, Any], k: int, scheduler_name: str | None) -> dict[s
     meta = {key: value for key, value in pod["metadata"].items() if key not in _NOT_CLONED}
     meta["name"] = _suffixed(meta["name"], f"-bench-{k}", MAX_NAME, "pod name")
     spec = {key: value for key, value in pod["spec"].items() if key != "nodeName"}
+    volumes = spec.get("volumes")
+    if isinstance(volumes, list):  # no claim of its own: leave the original's out
+        spec["volumes"] = [v for v in volumes if not (isinstance(v, Mapping) and
+                                                      ("persistentVolumeClaim" in v or "ephemeral" in v))]
     if scheduler_name is not None:
         spec["schedulerName"] = scheduler_name
     return _object("Pod", pod.get("apiVersion", "v1"), meta, spec=spec)

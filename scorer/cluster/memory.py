@@ -26,6 +26,9 @@ The PersistentVolume controller's binding (reference/kube-scheduler.md §10.6.10
 is emulated, synchronously: once when the cluster is made, and after every
 write or ``apply`` of a storage object, until nothing changes:
 
+* a PV without a claimRef and without a phase (a manifest, an export without
+  status) or Pending is Available, as the controller's first sync makes it;
+
 * a PVC with ``spec.volumeName``, or one named by a PV's claimRef (its uid, when
   both have one, must match), is bound to that PV: the PV gets the claimRef
   (``pv.kubernetes.io/bound-by-controller: yes`` if the controller set it) and
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -93,6 +96,7 @@ from scorer.model.storage import (
 from scorer.state.volumes import resource_version_number
 
 Workload = SelectorOwner | PodDisruptionBudget
+_S = TypeVar("_S")
 _STORAGE_TYPES = (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # In-tree provisioners whose PVs the CSI translation knows (PersistentVolume.in_tree).
@@ -140,7 +144,7 @@ class InMemoryCluster:
         self.pods: dict[str, Pod] = {p.key: p for p in pods}
         self.namespaces: dict[str, Namespace] = {ns.name: ns for ns in namespaces}
         self.workloads: dict[str, Workload] = {workload_key(w): w for w in workloads}
-        self.storage: dict[str, StorageObject] = {storage_key(obj): obj for obj in storage}
+        self.storage: dict[str, StorageObject] = {storage_key(obj): _first_sync(obj) for obj in storage}
         # The last resourceVersion given or seen: storage writes go above every version held.
         self._version = max((resource_version_number(obj.resource_version) for obj in self.storage.values()),
                             default=0)
@@ -248,6 +252,8 @@ class InMemoryCluster:
     def apply(self, obj: ClusterObject) -> None:
         """Create or replace a Node, Pod, Namespace, workload or storage object (by kind and name)
         and tell the handlers; a storage object then runs the PV controller (module docstring)."""
+        if isinstance(obj, _STORAGE_TYPES):
+            obj = _first_sync(obj)
         self._put(obj)
         if isinstance(obj, _STORAGE_TYPES):
             self._version = max(self._version, resource_version_number(obj.resource_version))
@@ -498,3 +504,11 @@ def _with_node(pod: Pod, node_name: str) -> Pod:
         object.__setattr__(bound, name, getattr(pod, name))
     object.__setattr__(bound, "node_name", node_name)
     return bound
+
+
+def _first_sync(obj: _S) -> _S:
+    """The PersistentVolume controller's first sync of a volume: one without a claimRef whose phase is
+    unset or Pending becomes Available (other objects as they are)."""
+    if isinstance(obj, PersistentVolume) and obj.claim_ref is None and obj.phase in ("", "Pending"):
+        return attrs.evolve(obj, phase="Available")  # type: ignore[return-value]  # _S is PersistentVolume
+    return obj
