@@ -29,12 +29,11 @@ from scorer.framework.types import FilterVerdict, NodeBatch, PreFilterResult
 from scorer.model import (
     FieldError,
     NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     PreferredSchedulingTerm,
     parse_node_affinity,
 )
 from scorer.model import NodeAffinity as NodeAffinitySpec
+from scorer.plugins.helper.nodeselector import NODE_NAME_FIELD, labels_mask, selector_mask, term_mask
 from scorer.plugins.helper.normalize import default_normalize_score
 
 if TYPE_CHECKING:
@@ -49,7 +48,6 @@ NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-_NODE_NAME_FIELD = "metadata.name"
 
 
 @attrs.frozen(slots=True)
@@ -143,43 +141,6 @@ class NodeAffinity:
         """A new node, or a node's labels changing."""
         return [ClusterEvent(NODE, ADD), ClusterEvent(NODE, UPDATE_NODE_LABEL)]
 
-    # -- vectorized selector evaluation --------------------------------------------
-    def _requirement(
-        self, req: NodeSelectorRequirement, nodes: NodeBatch, field: bool
-    ) -> np.ndarray:
-        if field:  # matchFields: metadata.name In/NotIn one name
-            hit = nodes.named(req.values)
-            return hit if req.operator == "In" else ~hit
-        column = nodes.label_column(req.key)
-        return column.lookup(req)[column.codes[nodes.rows]]
-
-    def _term(self, term: NodeSelectorTerm, nodes: NodeBatch) -> np.ndarray:
-        if term.parse_error is not None or (not term.match_expressions and not term.match_fields):
-            # an empty term, or one kube cannot parse (an invalid label value), matches no node
-            return np.zeros(len(nodes), dtype=bool)
-        match = np.ones(len(nodes), dtype=bool)
-        for req in term.match_expressions:
-            match &= self._requirement(req, nodes, field=False)
-        for req in term.match_fields:
-            if req.key != _NODE_NAME_FIELD:
-                return np.zeros(len(nodes), dtype=bool)
-            match &= self._requirement(req, nodes, field=True)
-        return match
-
-    def _selector(self, selector: NodeSelector, nodes: NodeBatch) -> np.ndarray:
-        match = np.zeros(len(nodes), dtype=bool)
-        for term in selector.terms:
-            match |= self._term(term, nodes)
-        return match
-
-    def _labels_match(self, labels: Mapping[str, str], nodes: NodeBatch) -> np.ndarray:
-        match = np.ones(len(nodes), dtype=bool)
-        for key, value in labels.items():
-            # labels.SelectorFromSet: the label exists and equals the value.
-            equals = NodeSelectorRequirement(key=key, operator="In", values=(value,))
-            match &= self._requirement(equals, nodes, field=False)
-        return match
-
     def _preferred_sum(
         self, terms: Iterable[PreferredSchedulingTerm], nodes: NodeBatch
     ) -> np.ndarray:
@@ -187,7 +148,7 @@ class NodeAffinity:
         for term in terms:
             if term.weight == 0:
                 continue
-            total += np.where(self._term(term.preference, nodes), term.weight, 0)
+            total += np.where(term_mask(term.preference, nodes), term.weight, 0)
         return total
 
     # -- filter --------------------------------------------------------------------
@@ -205,7 +166,7 @@ class NodeAffinity:
         for term in required.terms:
             term_names: frozenset[str] | None = None
             for req in term.match_fields:
-                if req.key == _NODE_NAME_FIELD and req.operator == "In":
+                if req.key == NODE_NAME_FIELD and req.operator == "In":
                     values = frozenset(req.values)
                     term_names = values if term_names is None else term_names & values
             if term_names is None:
@@ -221,14 +182,14 @@ class NodeAffinity:
         verdict = FilterVerdict(len(nodes))
         enforced_fail = np.zeros(len(nodes), dtype=bool)
         if self.added_required is not None:
-            enforced_fail = ~self._selector(self.added_required, nodes)
+            enforced_fail = ~selector_mask(self.added_required, nodes)
             verdict.reject(enforced_fail, ERR_REASON_ENFORCED, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         pre = _pre_filter_state(state)
         if pre is None:  # PreFilter disabled
             pre = _PreFilterState(pod.node_selector, _required_of(pod))
-        match = self._labels_match(pre.node_selector, nodes)
+        match = labels_mask(pre.node_selector, nodes)
         if pre.required is not None:
-            match &= self._selector(pre.required, nodes)
+            match &= selector_mask(pre.required, nodes)
         verdict.reject(~match & ~enforced_fail, ERR_REASON_POD, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         return verdict
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from scorer.framework.types import NodeBatch
 from scorer.model import LabelSelector, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from scorer.model.storage import (
     ANN_BOUND_BY_CONTROLLER,
@@ -45,10 +46,10 @@ from scorer.plugins.helper.csi import (
     is_plugin_migrated_on_node,
     translate_pv,
 )
+from scorer.plugins.helper.nodeselector import label_selector_mask, requirement_mask, selector_mask
 from scorer.state.volumes import AssumeError, VolumeObjects, resource_version_number
 
 if TYPE_CHECKING:
-    from scorer.framework.types import NodeBatch
     from scorer.model import Node, Pod
     from scorer.state import NodeTable
 
@@ -59,7 +60,6 @@ ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-_NODE_NAME_FIELD = "metadata.name"
 _AVAILABLE = "Available"
 _LOST = "Lost"
 _EPHEMERAL = "ephemeral"
@@ -426,13 +426,7 @@ class SelectorMasks:
         key = selector.canonical
         full = self._labels.get(key)
         if full is None:
-            full = np.ones(len(table), dtype=bool)
-            for label, value in selector.match_labels.items():
-                full &= _requirement_rows(NodeSelectorRequirement(key=label, operator="In", values=(value,)), table)
-            for req in selector.match_expressions:
-                full &= _requirement_rows(NodeSelectorRequirement(key=req.key, operator=req.operator,
-                                                                  values=req.values), table)
-            self._labels[key] = full
+            full = self._labels[key] = label_selector_mask(selector, NodeBatch(table, table.rows()))
         return full[nodes.rows]
 
 
@@ -445,34 +439,9 @@ def _is_in_term(selector: NodeSelector) -> bool:
             and all(req.operator == "In" for req in term.match_expressions))
 
 
-def _requirement_rows(req: NodeSelectorRequirement, table: NodeTable) -> np.ndarray:
-    column = table.label_column(req.key)
-    return column.lookup(req)[column.codes]
-
-
-def _term_rows(term: NodeSelectorTerm, table: NodeTable) -> np.ndarray:
-    if term.parse_error is not None or (not term.match_expressions and not term.match_fields):
-        return np.zeros(len(table), dtype=bool)  # matches no node
-    match = np.ones(len(table), dtype=bool)
-    for req in term.match_expressions:
-        match &= _requirement_rows(req, table)
-    for req in term.match_fields:
-        if req.key != _NODE_NAME_FIELD:
-            return np.zeros(len(table), dtype=bool)
-        hit = np.zeros(len(table), dtype=bool)
-        for name in req.values:
-            row = table.index.get(name)
-            if row is not None:
-                hit[row] = True
-        match &= hit if req.operator == "In" else ~hit
-    return match
-
-
 def _selector_rows(selector: NodeSelector, table: NodeTable) -> np.ndarray:
-    match = np.zeros(len(table), dtype=bool)
-    for term in selector.terms:
-        match |= _term_rows(term, table)
-    return match
+    """Bool per table row: the selector matches."""
+    return selector_mask(selector, NodeBatch(table, table.rows()))
 
 
 def _topology_mask(terms: tuple[TopologySelectorTerm, ...], nodes: NodeBatch) -> np.ndarray:
@@ -486,9 +455,7 @@ def _topology_mask(terms: tuple[TopologySelectorTerm, ...], nodes: NodeBatch) ->
             continue
         hit = np.ones(len(nodes), dtype=bool)
         for key, values in term.match_label_expressions:
-            column = nodes.label_column(key)
-            hit &= column.lookup(NodeSelectorRequirement(key=key, operator="In", values=values))[
-                column.codes[nodes.rows]]
+            hit &= requirement_mask(NodeSelectorRequirement(key=key, operator="In", values=values), nodes)
         match |= hit
     return match
 
