@@ -189,24 +189,14 @@ class VolumeObjects:
     def assume_pv(self, pv: PersistentVolume) -> None:
         """Shadow the PV with ``pv`` until restored or superseded. Raises AssumeError if the
         PV is unknown or ``pv`` is older than the copy held."""
-        current = self.pv(pv.name)
-        if current is None:
-            raise AssumeError(f'persistentvolume "{pv.name}" not found')
-        if not _newer_or_same(pv.resource_version, current.resource_version):
-            raise AssumeError(f'persistentvolume "{pv.name}" is out of sync with the cache (resourceVersion '
-                              f'{pv.resource_version} is older than {current.resource_version})')
+        _check_assumable("persistentvolume", pv.name, pv.resource_version, self.pv(pv.name))
         self._assumed_pvs[pv.name] = pv
         self.version += 1
         self._reindex(pv.name)
 
     def assume_pvc(self, pvc: PersistentVolumeClaim) -> None:
         """Shadow the PVC with ``pvc``; AssumeError as ``assume_pv``."""
-        current = self.pvc(pvc.key)
-        if current is None:
-            raise AssumeError(f'persistentvolumeclaim "{pvc.name}" not found')
-        if not _newer_or_same(pvc.resource_version, current.resource_version):
-            raise AssumeError(f'persistentvolumeclaim "{pvc.name}" is out of sync with the cache '
-                              f'(resourceVersion {pvc.resource_version} is older than {current.resource_version})')
+        _check_assumable("persistentvolumeclaim", pvc.name, pvc.resource_version, self.pvc(pvc.key))
         self._assumed_pvcs[pvc.key] = pvc
         self.version += 1
 
@@ -230,3 +220,13 @@ class VolumeObjects:
 
 def _newer_or_same(new: str, old: str) -> bool:
     return resource_version_number(new) >= resource_version_number(old)
+
+
+def _check_assumable(kind: str, name: str, version: str,
+                     current: PersistentVolume | PersistentVolumeClaim | None) -> None:
+    """AssumeError unless ``current`` exists and ``version`` is not older than its (kube's assume cache)."""
+    if current is None:
+        raise AssumeError(f'{kind} "{name}" not found')
+    if not _newer_or_same(version, current.resource_version):
+        raise AssumeError(f'{kind} "{name}" is out of sync with the cache (resourceVersion {version} is '
+                          f'older than {current.resource_version})')
