@@ -19,6 +19,14 @@ The driver runs the rest: the cluster source feeding the event handlers
 (``ClusterSource.run(assembly.handlers)``, synced before ``run``) and the
 metric sources (``assembly.sources``).
 
+Fencing: ``fence`` (the service sets the leader elector's ``is_leader`` when
+leader election is on) is asked before each scheduling cycle; while it
+answers False no cycle starts and a pod popped meanwhile goes back to the
+queue untouched (its writes would be refused anyway: the API client asks the
+same fence before each write). A replica whose lease ran out while it was
+paused thus schedules nothing on its stale cache before its elector notices
+and the service stops it.
+
 Stopping (``await stop()``): the loop ends after its current turn, binding
 tasks get ``stop_grace`` seconds to finish, the rest are cancelled (a
 cancelled binding forgets its assumed pod and requeues it), then the
@@ -63,6 +71,8 @@ DEFAULT_POP_TIMEOUT = 1.0
 DEFAULT_STOP_GRACE = 10.0
 # Seconds of scheduling between two yields of the loop to binding tasks and I/O.
 DEFAULT_YIELD_INTERVAL = 0.005
+# While fenced (the lease ran out), the loop looks again this often (until the service stops it).
+FENCED_POLL = 0.05
 
 BINDING = "binding"  # ScheduleOneResult.outcome: assumed, its binding task started
 
@@ -137,6 +147,8 @@ class Scheduler:
         self.stop_grace = stop_grace
         self.yield_interval = yield_interval
         self._last_yield = 0.0
+        self.fence: Callable[[], bool] | None = None  # asked before each cycle: False, no cycle starts
+        self._fenced = False  # the fence said False (logged once)
         self.heartbeat = 0.0  # time.monotonic() of the loop's last turn
         self.failure: str | None = None  # a background task that died
         self._binding_slots = BindingSlots(max_concurrent_bindings)
@@ -265,11 +277,18 @@ class Scheduler:
         try:
             while not self._stopping:
                 self.heartbeat = time.monotonic()
+                if not self._may_schedule():
+                    await asyncio.sleep(FENCED_POLL)
+                    continue
                 qpi = self.queue.pop()
                 if qpi is None:
                     qpi = await self._wait_for_pod()
                 if qpi is not None:
-                    self._schedule(qpi)
+                    if self._may_schedule():
+                        self._schedule(qpi)
+                    else:  # fenced while waiting for it: back to the queue, untouched
+                        self.queue.add_unschedulable_if_not_present(qpi, unschedulable_plugins=(), error=True)
+                        self.queue.done(qpi.pod.key)
                 await self.maybe_yield()
             await self._drain(self._grace)
         finally:
@@ -286,6 +305,15 @@ class Scheduler:
             self._running = False
             self._loop_task = None
             self._stopped.set()
+
+    def _may_schedule(self) -> bool:
+        if self.fence is None or self.fence():
+            return True
+        if not self._fenced:
+            self._fenced = True
+            log.warning("this process does not hold the leader lease (its renew deadline passed): no scheduling "
+                        "cycle starts")
+        return False
 
     async def _wait_for_pod(self) -> QueuedPodInfo | None:
         task = asyncio.current_task()

@@ -10,12 +10,23 @@ to interpret (``ApiResponse.reason()`` gives the API's own message).
 ``ApiClient.stream`` is the same for a response read as it arrives, line by
 line (a watch): no total timeout, only one between reads, which a watch
 sets a little above its ``timeoutSeconds``.
+
+**Fencing.** A client given a ``fence`` (the service gives the leader's
+elector's ``is_leader`` to the client of bindings, deletions and status
+writes) asks it right before each write (any verb but GET and HEAD) is sent,
+after the token bucket: when it answers False the write is not sent and
+``FencedWrite`` (an ``ApiUnavailable``) is raised. A process that wakes up
+after its lease's renew deadline passed (paused, starved) therefore sends
+nothing. A write already on the wire when the deadline passes cannot be
+recalled; the API's own preconditions (the pod's UID, resourceVersions) stay
+the last line.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -26,6 +37,9 @@ import orjson
 from scorer.errors import ScorerError
 from scorer.kube.config import ClusterAccess
 from scorer.kube.ratelimit import TokenBucket
+from scorer.logsummary import RepeatLog
+
+log = logging.getLogger("scorer.kube.client")
 
 # kube-scheduler's clientConnection defaults.
 DEFAULT_QPS = 50.0
@@ -37,6 +51,13 @@ READ_BUFSIZE = 2**21
 
 class ApiUnavailable(ScorerError):
     """The API server could not be reached or did not answer in time."""
+
+
+class FencedWrite(ApiUnavailable):
+    """A write not sent: the client's fence said this process may not write (its lease ran out)."""
+
+
+WRITE_FREE_METHODS = frozenset({"GET", "HEAD"})  # what a fenced client still sends
 
 
 @attrs.frozen(slots=True)
@@ -102,14 +123,18 @@ class ApiClient:
     """Requests to one API server; ``close()`` (or ``async with``) ends its connections."""
 
     def __init__(self, access: ClusterAccess, *, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST,
-                 timeout: float = DEFAULT_TIMEOUT, user_agent: str = "scorer") -> None:
+                 timeout: float = DEFAULT_TIMEOUT, user_agent: str = "scorer",
+                 fence: Callable[[], bool] | None = None) -> None:
         self.access = access
+        self.fence = fence  # asked before each write; False: not sent (FencedWrite)
+        self.fenced = 0  # writes not sent because of the fence
         self.bucket = TokenBucket(qps, burst)
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.user_agent = user_agent
         self.requests = 0  # sent, for tests and metrics
         self._ssl = access.ssl_context()
         self._session: aiohttp.ClientSession | None = None
+        self._repeats = RepeatLog(log)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -120,6 +145,11 @@ class ApiClient:
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
                       content_type: str = "application/json") -> ApiResponse:
         await self.bucket.acquire()
+        if self.fence is not None and method not in WRITE_FREE_METHODS and not self.fence():
+            self.fenced += 1
+            self._repeats.warning("fenced writes", "not sending %s %s: this process does not hold the leader "
+                                  "lease (its renew deadline passed)", method, path)
+            raise FencedWrite(f"{method} {path}: not sent: this process does not hold the leader lease")
         headers = {**self.access.headers(), "Accept": "application/json"}
         data = None
         if body is not None:

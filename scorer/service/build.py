@@ -7,9 +7,14 @@
   ``$KUBECONFIG`` or ``~/.kube/config`` when that file exists.
 * Three API clients, each with its own token bucket of ``clientConnection``
   ``qps``/``burst``, as kube-scheduler keeps separate clients: the reflectors
-  and bindings; Events and pod conditions (a flood of Events cannot hold up
-  bindings); the leader elector (its renewals never wait behind either, and
-  time out within ``renewDeadline``). All send the user agent ``scorer/<version>``.
+  and bindings (and the other writes: pod conditions, preemption deletes,
+  volume updates); Events (a flood of Events cannot hold up bindings); the
+  leader elector (its renewals never wait behind either, and time out within
+  ``renewDeadline``). All send the user agent ``scorer/<version>``.
+* With leader election, the leader's writes are fenced: the first client
+  (bindings, preemption deletes, status and volume writes) and the
+  scheduling loop ask the elector's ``is_leader`` before each write and each
+  cycle (``ApiClient.fence``, ``Scheduler.fence``).
 
 Every problem found here (a bad configuration, a missing or wrong kubeconfig)
 is an ``InputError`` with one clear message; the command exits 2. An API server
@@ -20,6 +25,7 @@ that cannot be reached is not one: the reflectors retry with backoff while
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from scorer import __version__
@@ -98,4 +104,13 @@ def build_service(options: ServiceOptions) -> Service:
         reflector.on_invalid = service.on_invalid_object
     if elector is not None:
         elector.on_stopped_leading = service.lost_leadership
+        fence = elector_fence(elector)
+        api.fence = fence  # bindings, preemption deletes, status and volume writes (Events are not fenced)
+        asm.scheduler.fence = fence
     return service
+
+
+def elector_fence(elector: LeaderElector) -> Callable[[], bool]:
+    """The fence of a leader's writes and cycles: whether it leads, judged on its monotonic clock
+    (``LeaderElector.is_leader``: False once ``renewDeadline`` passed since its last successful renew)."""
+    return lambda: elector.is_leader
