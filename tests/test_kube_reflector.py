@@ -8,6 +8,7 @@ import gc
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ from scorer.kube.reflector import (
     Backoff,
     Reflector,
     ReflectorMetrics,
+    RetryDelays,
     WatchError,
     retry_after,
 )
@@ -149,15 +151,21 @@ def line(type_: str, obj: dict) -> bytes:
 
 
 class FakeStream:
+    """A watch's answer: ``lines`` (an exception is raised where it stands), then the end of the body, or
+    (``hold``) a watch left open."""
+
     def __init__(self, status: int = 200, lines: tuple[bytes | Exception, ...] = (), *,
-                 headers: dict[str, str] | None = None, body: bytes = b"") -> None:
+                 headers: dict[str, str] | None = None, body: bytes = b"", hold: bool = False) -> None:
         self.status = status
         self.headers = headers or {}
         self._lines = list(lines)
         self._body = body
+        self._hold = hold
 
     async def readline(self) -> bytes:
         if not self._lines:
+            if self._hold:
+                await asyncio.Event().wait()
             return b""
         item = self._lines.pop(0)
         if isinstance(item, Exception):
@@ -208,9 +216,12 @@ class FakeClient:
         yield item
 
 
+# Short waits for the scripted tests (the tests of the waits themselves record them instead).
+FAST = RetryDelays(connect=0.01, connect_cap=0.05, relist=0.01, relist_cap=0.05, gone_jitter=0.01)
+
+
 def fake_reflector(client: FakeClient, **kwargs: Any) -> Reflector:
-    kwargs.setdefault("min_backoff", 0.01)
-    kwargs.setdefault("max_backoff", 0.05)
+    kwargs.setdefault("delays", FAST)
     return Reflector(client, RESOURCES["pods"], metrics=ReflectorMetrics(CollectorRegistry()),
                      rng=random.Random(1), **kwargs)
 
@@ -349,18 +360,178 @@ async def test_watch_start_failures_resume_or_relist(caplog) -> None:
     registry = reflector.metrics.registry
     assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 5
     assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 2
+    # The 500 is one more "API server unavailable" within its interval: counted, not a line of its own (the
+    # count is written when the reflector stops).
     messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 5 and "HTTP 500: boom" in messages[1] and "HTTP 403: no" in messages[4]
+    assert len(messages) == 5 and "refused" in messages[0] and "HTTP 403: no" in messages[3]
+    assert not any("HTTP 500" in message for message in messages[:4])
+    assert messages[4].startswith("pods reflector: API server unavailable: 1 more like this in the last ")
+    assert messages[4].endswith("(last: pods reflector: HTTP 500: boom; resuming the watch in 0.0s)")
     assert all(r.exc_info is None for r in caplog.records)  # one line each, no traceback
 
 
+class Sleeps:
+    """A reflector's ``sleep`` that records each wait (and the reflector's state meanwhile) and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.states: list[str] = []
+        self.reflector: Reflector | None = None
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        if self.reflector is not None:
+            self.states.append(self.reflector.state())
+        await asyncio.sleep(0)
+
+
+def recorded_reflector(client: FakeClient, **kwargs: Any) -> tuple[Reflector, Sleeps]:
+    """A pods reflector with the default delays, whose waits are recorded instead of waited."""
+    sleeps = Sleeps()
+    kwargs.setdefault("rng", random.Random(7))
+    reflector = Reflector(client, RESOURCES["pods"], metrics=ReflectorMetrics(CollectorRegistry()), sleep=sleeps,
+                          **kwargs)
+    sleeps.reflector = reflector
+    return reflector, sleeps
+
+
+def bookmark_line(version: str) -> bytes:
+    return line("BOOKMARK", {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": version}})
+
+
+def grows_within(delays: list[float], first: float, cap: float) -> bool:
+    """Each delay is the backoff's (``first`` doubling, each stretched by up to half) and at most ``cap``."""
+    return all(min(cap, first * 2**i) <= delay <= min(cap, 1.5 * first * 2**i) for i, delay in enumerate(delays))
+
+
 async def test_a_429_waits_its_retry_after() -> None:
-    client = FakeClient([page([], "10")], [FakeStream(429, headers={"Retry-After": "0.3"}, body=b"{}")])
-    reflector = fake_reflector(client, max_backoff=5.0)
-    started = time.monotonic()
+    client = FakeClient([page([], "10")], [FakeStream(429, headers={"Retry-After": "0.3"}, body=b"{}"),
+                                           FakeStream(429, headers={"Retry-After": "900"}, body=b"{}"),
+                                           FakeStream(429, body=b"{}")])
+    reflector, sleeps = recorded_reflector(client, delays=RetryDelays(retry_after_cap=5.0))
     await settle(client, reflector, Recorder())
-    assert time.monotonic() - started >= 0.3  # a lower bound: Retry-After was honoured
-    assert reflector.state() == "watching"
+    # Retry-After, capped; without one, the relist backoff's first delay (and the watch resumes: no re-list).
+    assert sleeps.delays[:2] == [0.3, 5.0] and 0.8 <= sleeps.delays[2] <= 1.2
+    assert [kind for kind, _ in client.calls] == ["list", "watch", "watch", "watch", "watch"]
+    assert reflector.state().startswith("watching (listed ")
+
+
+async def test_connection_failures_are_retried_within_the_small_cap_keeping_the_resource_version(caplog) -> None:
+    """An outage: the list, then the watch, cannot connect (refused, 503) many times over; every wait is the
+    connection backoff (0.2 s doubling to 2 s), the watch resumes from its resourceVersion, and the log has
+    three lines: the first failure, the count of the others, and the way back."""
+    unavailable = ApiResponse(503, orjson.dumps(status_body(503, "ServiceUnavailable", "starting")))
+    client = FakeClient([ApiUnavailable("refused"), unavailable, *[ApiUnavailable("refused")] * 4, page([], "10")],
+                        [*[ApiUnavailable("refused")] * 8, FakeStream(lines=(bookmark_line("11"),), hold=True)])
+    reflector, sleeps = recorded_reflector(client)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        async with running(reflector.run(Recorder())):
+            await until(lambda: reflector.resource_version == "11", "the watch after the outage")
+            await until(lambda: any("back in step" in r.getMessage() for r in caplog.records), "the way back")
+    assert grows_within(sleeps.delays[:6], 0.2, 2.0)  # the list's six failures
+    assert grows_within(sleeps.delays[6:], 0.2, 2.0)  # reset by the list; then the watch's eight
+    assert max(sleeps.delays) == 2.0 and len(sleeps.delays) == 14
+    assert {params.get("resourceVersion") for kind, params in client.calls if kind == "watch"} == {"10"}
+    assert sample(reflector.metrics.registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 0
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert len(lines) == 3, lines
+    assert lines[0][0] == logging.WARNING and lines[0][1].startswith(
+        "pods reflector: API server unavailable: refused; listing in ")
+    assert lines[1][0] == logging.WARNING and lines[1][1].startswith(
+        "pods reflector: API server unavailable: 13 more like this in the last ")
+    assert lines[2][0] == logging.INFO and lines[2][1].startswith("pods reflector: back in step after ")
+    assert lines[2][1].endswith("of failures (14 failed attempts)")
+
+
+async def test_a_410_relists_at_once_within_a_bounded_jitter_and_a_second_one_waits() -> None:
+    """A 410 (HTTP or in-stream) re-lists after at most 0.5 s; a second 410 before the watch worked again
+    waits the relist backoff (no loop of lists); once the watch works, a 410 is re-listed at once again."""
+    client = FakeClient(
+        [page([], "1"), page([], "2"), page([], "3"), page([], "4")],
+        [FakeStream(lines=(watch_error_line(410),)),
+         FakeStream(410, body=orjson.dumps(status_body(410, "Gone", "too old"))),
+         FakeStream(lines=(line("ADDED", pod_json("a", "5")), watch_error_line(410)))])
+    reflector, sleeps = recorded_reflector(client)
+    await settle(client, reflector, Recorder())
+    first, second, third = sleeps.delays
+    assert 0 <= first <= 0.5 and 0.8 <= second <= 1.2 and 0 <= third <= 0.5
+    assert [kind for kind, _ in client.calls] == ["list", "watch", "list", "watch", "list", "watch", "list", "watch"]
+    registry = reflector.metrics.registry
+    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 3
+    # The jitter is bounded whatever the draw.
+    jittered = [recorded_reflector(FakeClient([], []), rng=random.Random(seed))[0] for seed in range(50)]
+    gone = WatchError("410 Gone", "HTTP 410: gone", gone=True)
+    assert all(0 <= r._delay(gone) <= 0.5 for r in jittered)  # noqa: SLF001 - the delay alone
+
+
+async def test_the_connection_backoff_resets_after_a_list_and_the_relist_backoff_once_the_watch_works() -> None:
+    client = FakeClient(
+        [ApiUnavailable("refused")] * 3 + [page([], "1")]
+        + [ApiResponse(403, b"{}")] * 2 + [page([], "2"), page([], "3"), page([], "4")],
+        [ApiUnavailable("refused"),  # the connection backoff starts again after the list
+         FakeStream(403, body=b"{}"),  # a re-list after the relist backoff: 0.8
+         FakeStream(403, body=b"{}"),  # 2 failed lists (1.6, 3.2), then a list that is not the way back: 6.4
+         FakeStream(lines=(line("ADDED", pod_json("a", "5")),
+                           orjson.dumps({"type": "ERROR", "object": status_body(500, "InternalError", "x")}))),
+         FakeStream(403, body=b"{}")])
+    reflector, sleeps = recorded_reflector(client)
+    await settle(client, reflector, Recorder())
+    connect, relist = sleeps.delays[:4], sleeps.delays[4:]
+    assert grows_within(connect[:3], 0.2, 2.0) and 0.2 <= connect[3] <= 0.3
+    # 403 on the watch, twice on the list, again on the watch after a good list: the backoff grows (a list
+    # alone does not reset it: a watch refused after every list must not re-list every second);
+    # then the watch worked (an event) before its in-stream error: the next waits start from 0.8 again.
+    assert grows_within(relist[:4], 0.8, 30.0)
+    assert grows_within(relist[4:], 0.8, 30.0) and len(relist) == 6
+
+
+async def test_a_watch_that_worked_is_resumed_at_once_when_cut_and_one_that_did_not_backs_off(caplog) -> None:
+    client = FakeClient([page([], "1")],
+                        [FakeStream(lines=(line("ADDED", pod_json("a", "2")), ApiUnavailable("reset"))),
+                         FakeStream(lines=(bookmark_line("3"),)),
+                         FakeStream()])  # 200, then the end at once: nothing delivered
+    reflector, sleeps = recorded_reflector(client)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        await settle(client, reflector, Recorder())
+    assert [params["resourceVersion"] for kind, params in client.calls if kind == "watch"] == ["1", "2", "3", "3"]
+    assert len(sleeps.delays) == 1 and 0.2 <= sleeps.delays[0] <= 0.3
+    assert [r.getMessage() for r in caplog.records] == [
+        "pods reflector: the watch ended before it delivered anything; resuming the watch in "
+        f"{sleeps.delays[0]:.1f}s"]
+    registry = reflector.metrics.registry
+    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 3
+
+
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+AGO = r"\d+(\.\d)?s"
+
+
+async def test_the_state_tells_the_last_list_and_the_last_watch_event() -> None:
+    client = FakeClient([page([], "1"), page([], "2")],
+                        [FakeStream(lines=(line("ADDED", pod_json("a", "2")), ApiUnavailable("reset"))),
+                         ApiUnavailable("refused"),
+                         FakeStream(lines=(bookmark_line("3"),), hold=True)])
+    reflector, sleeps = recorded_reflector(client)
+    assert reflector.state() == "not started"
+    async with running(reflector.run(Recorder())):
+        await until(lambda: reflector.resource_version == "3", "the last watch's bookmark")
+        state = reflector.state()
+    assert re.fullmatch(rf"watching \(listed {STAMP}, {AGO} ago; watch opened {AGO} ago, last event {AGO} ago\)",
+                        state), state
+    # While it backed off: the failure, the next try, how long it had been failing; the last list and event.
+    [backing_off] = sleeps.states
+    assert re.fullmatch(rf"backing off after ApiUnavailable, next try in {AGO}, failing for {AGO} "
+                        rf"\(listed {STAMP}, {AGO} ago; no watch open, last event {AGO} ago\)", backing_off), (
+        backing_off)
+
+
+def test_retry_delays_are_checked() -> None:
+    assert RetryDelays() == RetryDelays(connect=0.2, connect_cap=2.0, relist=0.8, relist_cap=30.0, gone_jitter=0.5,
+                                        retry_after_cap=30.0)
+    with pytest.raises(ValueError, match=r"connect_cap \(1\) must be >= connect \(3\)"):
+        RetryDelays(connect=3, connect_cap=1)
+    with pytest.raises(ValueError, match="gone_jitter must be a number of seconds >= 0, got -1"):
+        RetryDelays(gone_jitter=-1)
 
 
 async def test_malformed_objects_are_reported_once_and_never_delivered(caplog) -> None:
@@ -435,7 +606,7 @@ NOT_FOUND = ApiResponse(404, b'{"kind":"Status","code":404}')
 
 def workload_reflector(client: FakeClient, name: str, **kwargs: Any) -> Reflector:
     return Reflector(client, RESOURCES[name], metrics=ReflectorMetrics(CollectorRegistry()),
-                     rng=random.Random(1), min_backoff=0.01, max_backoff=0.05, **kwargs)
+                     rng=random.Random(1), delays=FAST, **kwargs)
 
 
 async def test_workload_resources_deliver_to_the_workload_handlers() -> None:
@@ -571,7 +742,7 @@ async def test_an_optional_resource_served_in_no_version_is_reported_once_and_co
                          NOT_FOUND], [])
     registry = CollectorRegistry()
     reflector = Reflector(client, RESOURCES["csistoragecapacities"], metrics=ReflectorMetrics(registry),
-                          rng=random.Random(1), min_backoff=0.01, max_backoff=0.05)
+                          rng=random.Random(1), delays=FAST)
     recorder = Recorder()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         async with running(reflector.run(recorder)):
@@ -644,7 +815,6 @@ def in_step(reflector: Reflector, cluster: Cluster, namespace: str) -> Callable[
 
 
 def pods_reflector(client: ApiClient, **kwargs: Any) -> Reflector:
-    kwargs.setdefault("max_backoff", 2.0)
     return Reflector(client, RESOURCES["pods"], metrics=ReflectorMetrics(CollectorRegistry()), **kwargs)
 
 
@@ -759,7 +929,7 @@ async def test_a_410_from_the_proxy_relists_and_delivers_the_gap(
     cluster.namespace(namespace)
     cluster.pod(namespace, "a")
     cluster.pod(namespace, "b")
-    reflector, recorder = pods_reflector(proxied_client, max_backoff=0.5), Recorder()
+    reflector, recorder = pods_reflector(proxied_client), Recorder()
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
         await _gap(cluster, fault_proxy, namespace)
@@ -796,7 +966,7 @@ async def test_a_real_compaction_gives_410_and_the_relist_delivers_the_gap(compa
     cluster.pod("rf-compact", "b")
     async with FaultProxy(compacting_plane.url) as proxy, \
             ApiClient(load_kubeconfig(proxy.write_kubeconfig(tmp_path / "kubeconfig"))) as client:
-        reflector, recorder = pods_reflector(client, max_backoff=0.5), Recorder()
+        reflector, recorder = pods_reflector(client), Recorder()
         async with running(reflector.run(recorder)):
             await asyncio.wait_for(reflector.wait_for_sync(), 15)
             old = reflector.resource_version
@@ -897,19 +1067,24 @@ async def test_an_unreachable_api_server_is_retried_with_backoff_until_it_answer
     cluster.pod("rf-down", "p")
     fault_proxy.add(reset=True, count=None)
     reflector, recorder = pods_reflector(proxied_client), Recorder()
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         async with running(reflector.run(recorder)):
             await until(lambda: len(fault_proxy.requests) >= 4, "a few attempts")
             assert not reflector.has_synced()
             # Between two attempts, or in one (the proxy resets it at once).
-            assert reflector.state() in ("backing off after ApiUnavailable", "listing")
+            assert reflector.state().startswith(("backing off after ApiUnavailable, next try in ", "listing"))
             attempts = sample(reflector.metrics.registry, "scorer_reflector_lists_total", resource="pods")
             span = fault_proxy.requests[-1].time - fault_proxy.requests[0].time
             fault_proxy.clear()
             await asyncio.wait_for(reflector.wait_for_sync(), 15)
             assert recorder.of("rf-down/") == [("add", "rf-down/p")]
+            await until(lambda: any("back in step" in r.getMessage() for r in caplog.records), "the way back")
+    # The first failure, then the others counted in one line, then the way back (the watch worked).
     failures = [r.getMessage() for r in caplog.records if "API server unavailable" in r.getMessage()]
-    assert len(failures) >= 2 and all("listing in" in message for message in failures)
+    assert len(failures) == 2 and re.search(r"listing in 0\.[23]s$", failures[0])
+    assert " more like this in the last " in failures[1] and "listing in" in failures[1]
+    [back] = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and r.name == LOGGER]
+    assert back.startswith("pods reflector: back in step after ") and "failed attempts" in back
     assert not any(r.exc_info for r in caplog.records)
     # Backed off, never a hot loop: at least the first delay (0.2 s) between two attempts (aiohttp itself
     # sends a GET again at once when its connection is reset, so the fault_proxy sees up to two requests each).

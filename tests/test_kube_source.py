@@ -13,7 +13,7 @@ from test_kube_reflector import Cluster, Recorder, running, sample, until
 from scorer.cluster.interface import ClusterSource
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
-from scorer.kube.reflector import STORAGE_RESOURCES, WORKLOAD_RESOURCES
+from scorer.kube.reflector import STORAGE_RESOURCES, WORKLOAD_RESOURCES, RetryDelays
 from scorer.kube.source import ApiSource
 from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 
@@ -34,6 +34,9 @@ def test_the_source_is_a_cluster_source_and_checks_its_arguments() -> None:
                                        "csidrivers", "csinodes", "csistoragecapacities", "persistentvolumes",
                                        "persistentvolumeclaims", "pods"]
     assert all(r.on_invalid is callback for r in source.reflectors.values())
+    assert all(r.delays == RetryDelays() for r in source.reflectors.values())
+    delays = RetryDelays(connect=0.1, connect_cap=1.0)
+    assert all(r.delays is delays for r in ApiSource(client, delays=delays).reflectors.values())
     assert set(source.status().values()) == {"not started"}
     assert not source.has_synced()
     with pytest.raises(ValueError, match="unknown resources \\['deployments'\\]"):
@@ -72,7 +75,8 @@ async def test_namespaces_then_workloads_then_nodes_then_pods_are_delivered_in_t
         assert kinds == sorted(kinds, key=["namespace", "workload", "node", "storage", "pod"].index)
         assert {"src-order", "Service/src-order/web", "src-node", "src-order/p"} <= {
             key for _, _, key in recorder.events}
-        await until(lambda: set(source.status().values()) == {"watching"}, "every watch")
+        await until(lambda: all(state.startswith("watching (listed ") for state in source.status().values()),
+                    "every watch")
     for resource in source.reflectors:
         assert sample(registry, "scorer_reflector_lists_total", resource=resource) == 1
     # kube-apiserver 1.20 serves PodDisruptionBudgets in policy/v1beta1 only, CSIStorageCapacities in
@@ -202,7 +206,7 @@ async def test_workloads_created_updated_and_deleted_through_the_api_reach_the_c
 @kube
 async def test_a_crashed_reflector_task_is_logged_and_restarted(
         control_plane, fault_proxy, proxied_client, caplog) -> None:
-    source, recorder = ApiSource(proxied_client, min_backoff=0.05), Recorder()
+    source, recorder = ApiSource(proxied_client, delays=RetryDelays(relist=0.05)), Recorder()
     nodes = source.reflectors["nodes"]
     real_run = nodes.run
     calls = []

@@ -16,13 +16,50 @@ reflector and informer do (reference ``kubernetes-api-client.md`` §4):
   ``timeoutSeconds`` with a ±10 % jitter), tracking the resourceVersion of
   every event and bookmark. A watch that ends at its timeout is renewed at
   once from the last resourceVersion.
-* **Faults.** A 410 Gone (HTTP, or an in-stream ``ERROR`` with code 410) means
-  the resourceVersion is compacted: re-list and diff, which delivers the
-  deletes of the gap. A broken connection, ``ApiUnavailable`` or a 5xx resumes
-  the watch from the last resourceVersion after a capped exponential backoff
-  with jitter (reset by a watch that delivered events); a 429 waits its
-  ``Retry-After``. Any other status or in-stream error is logged, backed off
-  and followed by a re-list. Nothing but ``CancelledError`` leaves ``run``.
+* **Faults**, each with its own wait (``RetryDelays``), as client-go's
+  reflector does:
+
+  - *The API server unreachable* (refused, reset, timed out: ``ApiUnavailable``;
+    a 5xx; a watch that closed before it delivered anything): tried again
+    after the *connection backoff*, 0.2 s doubling to a small cap of 2 s
+    (jittered), keeping the resourceVersion: a watch resumes where it was, a
+    list is tried again. After an outage of any length every reflector is
+    back within about 2 s of the server (client-go sleeps 1 s between watches
+    on "connection refused").
+  - *410 Gone* (HTTP, or an in-stream ``ERROR`` with code 410): the
+    resourceVersion was compacted (after an API server restart it always
+    is): re-list at once, after a random wait of at most 0.5 s so that the
+    reflectors do not all list in the same millisecond, and diff, which
+    delivers the deletes of the gap. A second 410 before the watch worked
+    again waits the relist backoff instead: never a hot loop of lists.
+  - *Any other status or in-stream error* (a 403, an undecodable body, a
+    watch ``ERROR``; a bug): re-list after the *relist backoff*, 0.8 s
+    doubling to 30 s (client-go's ListAndWatch backoff).
+  - *429*: wait its ``Retry-After`` (at most 30 s), else the relist backoff,
+    then go on (resume the watch, or list).
+
+  A watch that worked (delivered an event or bookmark, or stayed open 1 s)
+  and then ended before its timeout, cleanly or cut, is resumed at once and
+  is not a failure. The connection backoff resets whenever the server
+  answers (a list, discovery, a watch's event, a watch open 1 s); the relist
+  backoff, and the 410 allowance, once the reflector is *back in step*: a
+  list delivered and the watch after it working. Nothing but
+  ``CancelledError`` leaves ``run``.
+* **Logs.** Failures go through a ``RepeatLog`` per reflector, one kind per
+  sort of failure (``"pods reflector: API server unavailable"``, or the
+  status): the first at once, its repeats within 2 minutes as one counted
+  line. Back in step after failures, the reflector says so in one INFO line
+  (how long, how many attempts, whether it re-listed); a 410 met on the way
+  back from an outage is told there, not on its own line (elsewhere it is one
+  INFO line). A 60 s outage is three lines per reflector. A watch resumed at
+  once is a DEBUG line.
+* **State** (``state()``, ``/readyz?verbose``): what the reflector is doing,
+  then when it last listed (UTC, and how long ago), when its watch was opened
+  and when it last had an event or bookmark, e.g. ``watching (listed
+  2026-11-27T10:00:01Z, 35s ago; watch opened 12s ago, last event 0.2s
+  ago)``; while backing off, the failure, the next try and for how long it
+  has been failing. Readiness is unchanged (kube-scheduler's): synced once
+  the first list was delivered, whatever happens after.
 * **Malformed objects** (the decoder's ``ModelError``: a bad quantity, an
   unknown enum value) are logged once per object and resourceVersion, counted
   and passed to ``on_invalid``: a new one is not delivered, an invalid update
@@ -51,6 +88,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import functools
 import gc
 import logging
@@ -66,6 +104,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, printable
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
+from scorer.logsummary import RepeatLog
 from scorer.metrics import SchedulerMetrics
 from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
 from scorer.model.decode import storage_from_dict
@@ -77,8 +116,17 @@ DEFAULT_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for this ±10 %
 WATCH_TIMEOUT_JITTER = 0.1
 # A watch is silent between events: the read timeout only catches a server gone quiet past its own deadline.
 WATCH_READ_MARGIN = 30.0
-MIN_BACKOFF = 0.2
-MAX_BACKOFF = 30.0
+# The waits before trying again (seconds; RetryDelays, the module docstring's Faults).
+CONNECT_BACKOFF = 0.2
+CONNECT_BACKOFF_CAP = 2.0
+RELIST_BACKOFF = 0.8
+RELIST_BACKOFF_CAP = 30.0
+GONE_JITTER = 0.5
+RETRY_AFTER_CAP = 30.0
+# A watch open this long without an error works: the server is back, the watch may be resumed at once.
+WATCH_SETTLE = 1.0
+# Repeats of one kind of failure within this are one counted line: every reflector meets the same outage.
+FAILURE_LOG_INTERVAL = 120.0
 
 InvalidCallback = Callable[[str, Mapping[str, Any], str], None]
 
@@ -218,8 +266,7 @@ class Backoff:
     """Capped exponential backoff with jitter: ``initial``, doubling up to ``cap``; each delay is
     stretched by up to ``jitter`` of itself (and still capped)."""
 
-    def __init__(self, initial: float = MIN_BACKOFF, cap: float = MAX_BACKOFF, *, jitter: float = 0.5,
-                 rng: random.Random | None = None) -> None:
+    def __init__(self, initial: float, cap: float, *, jitter: float = 0.5, rng: random.Random | None = None) -> None:
         self.initial = initial
         self.cap = cap
         self.jitter = jitter
@@ -233,6 +280,46 @@ class Backoff:
 
     def reset(self) -> None:
         self._current = self.initial
+
+
+def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:  # type: ignore[type-arg]
+    if not value >= 0:
+        raise ValueError(f"RetryDelays.{attribute.name} must be a number of seconds >= 0, got {value!r}")
+
+
+@attrs.frozen(slots=True)
+class RetryDelays:
+    """How long a reflector waits before trying again, in seconds (the module docstring's Faults).
+
+    ``connect`` doubling to ``connect_cap``: after the API server could not
+    be reached (refused, reset, timed out, a 5xx, a watch closed before it
+    delivered anything); ``relist`` doubling to ``relist_cap``: before a
+    re-list after any other error, and before ``ApiSource`` restarts a
+    crashed reflector; ``gone_jitter``: the most a re-list after a 410 waits;
+    ``retry_after_cap``: the most a 429's ``Retry-After`` is waited.
+    """
+
+    connect: float = attrs.field(default=CONNECT_BACKOFF, validator=_non_negative)
+    connect_cap: float = attrs.field(default=CONNECT_BACKOFF_CAP, validator=_non_negative)
+    relist: float = attrs.field(default=RELIST_BACKOFF, validator=_non_negative)
+    relist_cap: float = attrs.field(default=RELIST_BACKOFF_CAP, validator=_non_negative)
+    gone_jitter: float = attrs.field(default=GONE_JITTER, validator=_non_negative)
+    retry_after_cap: float = attrs.field(default=RETRY_AFTER_CAP, validator=_non_negative)
+
+    def __attrs_post_init__(self) -> None:
+        for first, cap in (("connect", "connect_cap"), ("relist", "relist_cap")):
+            if getattr(self, cap) < getattr(self, first):
+                raise ValueError(f"RetryDelays.{cap} ({getattr(self, cap)}) must be >= {first} "
+                                 f"({getattr(self, first)})")
+
+    def connect_backoff(self, rng: random.Random | None = None) -> Backoff:
+        return Backoff(self.connect, self.connect_cap, rng=rng)
+
+    def relist_backoff(self, rng: random.Random | None = None) -> Backoff:
+        return Backoff(self.relist, self.relist_cap, rng=rng)
+
+
+DEFAULT_DELAYS = RetryDelays()
 
 
 def retry_after(headers: Mapping[str, str], cap: float) -> float | None:
@@ -275,18 +362,25 @@ class WatchError(Exception):
 
     ``what`` is the short kind for logs and ``state()``; ``relist``: the next
     step is a re-list (else the watch resumes); ``gone``: a 410;
-    ``retry_after``: the server's delay (429); ``reason``: the watch-restart
-    label (error, closed, gone).
+    ``unavailable``: the API server could not be reached or answered a 5xx
+    (the connection backoff); ``retry_after``: the server's delay (429);
+    ``reason``: the watch-restart label (error, closed, gone).
     """
 
     def __init__(self, what: str, message: str, *, relist: bool = False, retry_after: float | None = None,
-                 gone: bool = False, reason: str = "error") -> None:
+                 gone: bool = False, unavailable: bool = False, reason: str = "error") -> None:
         super().__init__(message)
         self.what = what
         self.relist = relist or gone
         self.retry_after = retry_after
         self.gone = gone
+        self.unavailable = unavailable
         self.reason = "gone" if gone else reason  # the watch_restarts label
+
+    @property
+    def kind(self) -> str:
+        """The sort of failure, for the log's repeats (every way of being unreachable is one)."""
+        return "API server unavailable" if self.unavailable else self.what
 
 
 def _status_error(response: ApiResponse, cap: float) -> WatchError:
@@ -298,7 +392,7 @@ def _status_error(response: ApiResponse, cap: float) -> WatchError:
     if status == 429:
         return WatchError("HTTP 429", message, retry_after=retry_after(response.headers, cap))
     if status >= 500:
-        return WatchError(f"HTTP {status}", message)
+        return WatchError(f"HTTP {status}", message, unavailable=True)
     return WatchError(f"HTTP {status}", message, relist=True)
 
 
@@ -322,26 +416,65 @@ def bind_handlers(resource: Resource, handlers: object) -> _Handlers:
         raise TypeError(f"{type(handlers).__name__} cannot receive {resource.name}: {error}") from None
 
 
+@attrs.define(slots=True)
+class _Outage:
+    """The failures since the reflector was last in step: when the first came, how many, of which kinds
+    (their ``RepeatLog`` kinds), and whether a 410 had it re-list on the way back."""
+
+    started: float = 0.0  # monotonic
+    failures: int = 0
+    kinds: list[str] = attrs.Factory(list)
+    relisted: bool = False
+
+    def failed(self, kind: str) -> None:
+        if not self.failures:
+            self.started = time.monotonic()
+        self.failures += 1
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+
+    def duration(self) -> float:
+        return time.monotonic() - self.started if self.failures else 0.0
+
+
+def _utc(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ago(seconds: float) -> str:
+    """A duration as people read it: ``0.2s``, ``35s``, ``5m3s``, ``2h10m``."""
+    seconds = max(seconds, 0.0)
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    minutes = int(seconds // 60)
+    if minutes < 120:
+        return f"{minutes}m{int(seconds % 60)}s"
+    return f"{minutes // 60}h{minutes % 60}m"
+
+
 class Reflector:
     """Lists and watches one ``Resource`` into the handlers given to ``run``.
 
     ``store`` maps keys to the objects as last delivered; ``resource_version``
     is the last one seen. ``deliver_after`` (awaited before each list is
-    delivered) orders the first lists of several reflectors.
+    delivered) orders the first lists of several reflectors. ``delays`` are
+    the waits before trying again; ``sleep`` waits them (tests record them).
     """
 
     def __init__(self, client: ApiClient, resource: Resource, *, metrics: ReflectorMetrics | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
-                 on_invalid: InvalidCallback | None = None, min_backoff: float = MIN_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF, deliver_after: Callable[[], Awaitable[None]] | None = None,
-                 rng: random.Random | None = None) -> None:
+                 on_invalid: InvalidCallback | None = None, delays: RetryDelays = DEFAULT_DELAYS,
+                 deliver_after: Callable[[], Awaitable[None]] | None = None, rng: random.Random | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.client = client
         self.resource = resource
         self.metrics = metrics if metrics is not None else ReflectorMetrics()
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.on_invalid = on_invalid
-        self.max_backoff = max_backoff
+        self.delays = delays
         self.deliver_after = deliver_after
         self.store: dict[str, Any] = {}
         self.resource_version = ""
@@ -349,12 +482,22 @@ class Reflector:
         self.path: str | None = None if resource.fallback_paths or resource.optional else resource.path
         self.served = True  # False once discovery said an optional resource is not served
         self._rng = rng or random.Random()
-        self._backoff = Backoff(min_backoff, max_backoff, rng=self._rng)
+        self._sleep = sleep
+        self._connect_backoff = delays.connect_backoff(self._rng)
+        self._relist_backoff = delays.relist_backoff(self._rng)
+        self._gone_relisted = False  # a 410 was re-listed at once; the next one, before the watch works, waits
+        self._repeats = RepeatLog(log, interval=FAILURE_LOG_INTERVAL)
         self._handlers: _Handlers | None = None
         self._invalid: dict[str, str] = {}  # key -> the resourceVersion already reported invalid
         self._synced = asyncio.Event()
         self._frozen = False
         self._state = "not started"
+        # For state(): wall-clock times (None: not yet), and the backoff under way (monotonic).
+        self._listed_at: float | None = None
+        self._watch_opened_at: float | None = None
+        self._last_event_at: float | None = None
+        self._retry_at: float | None = None
+        self._outage = _Outage()
         name = resource.name
         self._lists = self.metrics.lists.labels(name)
         self._invalid_count = self.metrics.invalid_objects.labels(name)
@@ -371,8 +514,23 @@ class Reflector:
         await self._synced.wait()
 
     def state(self) -> str:
-        """What the reflector is doing, for ``/readyz?verbose`` ("listing", "watching", "backing off after ...")."""
-        return self._state
+        """What the reflector is doing and when it last listed and watched, for ``/readyz?verbose``:
+        ``watching (listed 2026-11-27T10:00:01Z, 35s ago; watch opened 12s ago, last event 0.2s ago)``,
+        ``backing off after ApiUnavailable, next try in 1.2s, failing for 14s (listed ...; no watch open, last
+        event 15s ago)``."""
+        now, head, details = time.time(), self._state, []
+        if self._retry_at is not None:
+            head += f", next try in {max(self._retry_at - time.monotonic(), 0.0):.1f}s"
+            if self._outage.failures:
+                head += f", failing for {_ago(self._outage.duration())}"
+        if self._listed_at is not None:
+            details.append(f"listed {_utc(self._listed_at)}, {_ago(now - self._listed_at)} ago")
+        if self._watch_opened_at is not None:  # (a watch was opened once)
+            last = (f"last event {_ago(now - self._last_event_at)} ago" if self._last_event_at is not None
+                    else "no event yet")
+            details.append(f"watch opened {_ago(now - self._watch_opened_at)} ago, {last}" if self._watch_open
+                           else f"no watch open, {last}")
+        return f"{head} ({'; '.join(details)})" if details else head
 
     # -- the loop
 
@@ -393,16 +551,21 @@ class Reflector:
                 if not listed:
                     await self._list()
                     listed = True
-                await self._watch()
+                self.metrics.watch_restarts.labels(name, await self._watch()).inc()
                 continue
             except asyncio.CancelledError:
+                self._repeats.flush()  # the repeats not yet counted in a line (shutdown)
                 raise
             except _NotServed as error:
                 await self._not_served(str(error))  # ends only by cancellation
             except WatchError as error:
                 failure = error
-            except ApiUnavailable as error:  # a broken stream is a closed watch; a failed connection an error
-                failure = WatchError("ApiUnavailable", f"API server unavailable: {error}",
+            except ApiUnavailable as error:
+                if self._streaming and self._watch_works:  # a watch that worked, cut: resumed at once
+                    log.debug("%s reflector: the watch was cut (%s); resuming it", name, error)
+                    self.metrics.watch_restarts.labels(name, "closed").inc()
+                    continue
+                failure = WatchError("ApiUnavailable", f"API server unavailable: {error}", unavailable=True,
                                      reason="closed" if self._streaming else "error")
             except Exception as error:  # a bug: logged with its traceback, then a re-list
                 log.exception("%s reflector: unexpected error", name)
@@ -412,16 +575,60 @@ class Reflector:
                 if failure.relist:
                     listed = False
                     self.metrics.relists.labels(name, failure.reason if failure.gone else "error").inc()
-            if failure.retry_after is not None:
-                delay = failure.retry_after
-            elif failure.gone and self._healthy:
-                delay = 0.0  # the watch made progress before its resourceVersion expired: re-list at once
-            else:
-                delay = self._backoff.next()
-            log.warning("%s reflector: %s; %s in %.1fs", name, failure,
-                        "listing" if not listed else "resuming the watch", delay)
+            delay = self._delay(failure)
+            self._report(failure, "listing" if not listed else "resuming the watch", delay)
             self._state = f"backing off after {failure.what}"
-            await asyncio.sleep(delay)
+            self._retry_at = time.monotonic() + delay
+            try:
+                await self._sleep(delay)
+            finally:
+                self._retry_at = None
+
+    def _delay(self, failure: WatchError) -> float:
+        """How long to wait after ``failure`` (the module docstring's Faults)."""
+        if failure.retry_after is not None:
+            return failure.retry_after
+        if failure.gone and not self._gone_relisted:
+            self._gone_relisted = True
+            return self._rng.uniform(0.0, self.delays.gone_jitter)
+        if failure.unavailable:
+            return self._connect_backoff.next()
+        return self._relist_backoff.next()
+
+    def _report(self, failure: WatchError, step: str, delay: float) -> None:
+        """Log ``failure`` (a kind's repeats as one line) and count it in the outage under way."""
+        name = self.resource.name
+        if failure.gone:
+            if self._outage.failures:  # the way back from an outage: told by the line that ends it
+                self._outage.relisted = True
+                log.debug("%s reflector: %s; %s in %.1fs", name, failure, step, delay)
+            else:
+                self._repeats.log(logging.INFO, f"{name} reflector: 410 Gone", "%s reflector: %s; %s in %.1fs",
+                                  name, failure, step, delay)
+            return
+        self._outage.failed(f"{name} reflector: {failure.kind}")
+        self._repeats.warning(f"{name} reflector: {failure.kind}", "%s reflector: %s; %s in %.1fs",
+                              name, failure, step, delay)
+
+    def _answered(self) -> None:
+        """The server answered a list or discovery: it is reachable again."""
+        self._connect_backoff.reset()
+
+    def _in_step(self) -> None:
+        """A list delivered and the watch after it works: the backoffs start again from the first delay,
+        and an outage under way is over (its repeats summarised, then one INFO line)."""
+        self._connect_backoff.reset()
+        self._relist_backoff.reset()
+        self._gone_relisted = False
+        outage = self._outage
+        if not outage.failures:
+            return
+        for kind in outage.kinds:
+            self._repeats.recovered(kind)
+        log.info("%s reflector: back in step after %s of failures (%d failed attempt%s%s)", self.resource.name,
+                 _ago(outage.duration()), outage.failures, "" if outage.failures == 1 else "s",
+                 "; re-listed" if outage.relisted else "")
+        self._outage = _Outage()
 
     async def _not_served(self, message: str) -> NoReturn:
         """An optional resource the server does not serve: said once, synced with no objects, then idle."""
@@ -434,6 +641,7 @@ class Reflector:
             self._replace({})
         self._last_sync.set(time.time())
         self._synced.set()
+        self._in_step()
         idle = asyncio.Event()  # never set
         while True:
             await idle.wait()
@@ -448,7 +656,8 @@ class Reflector:
             if response.status == 404:
                 continue
             if response.status != 200:
-                raise _status_error(response, self.max_backoff)
+                raise _status_error(response, self.delays.retry_after_cap)
+            self._answered()
             try:
                 served = {r.get("name") for r in response.json().get("resources") or () if isinstance(r, Mapping)}
             except (orjson.JSONDecodeError, AttributeError) as error:
@@ -469,11 +678,12 @@ class Reflector:
             self._state = "discovering"
             self.path = await self._choose_path()
         self._state = "listing"
-        self._healthy = self._streaming = False
+        self._streaming = self._watch_works = False
         self._lists.inc()
         items: dict[str, Any] = {}
         with GC_PAUSE.paused():
             version = await self._list_pages(items)
+        self._answered()
         if self.deliver_after is not None:
             self._state = "listed, waiting for the resources delivered first"
             await self.deliver_after()
@@ -484,7 +694,8 @@ class Reflector:
             gc.freeze()  # the first cache is long-lived: keep it out of every later collection
             self._frozen = True
         self.resource_version = version
-        self._last_sync.set(time.time())
+        self._listed_at = time.time()
+        self._last_sync.set(self._listed_at)
         self._synced.set()
 
     async def _list_pages(self, items: dict[str, Any]) -> str:
@@ -504,7 +715,7 @@ class Reflector:
                 seen.clear()
                 continue
             if response.status != 200:
-                raise _status_error(response, self.max_backoff)
+                raise _status_error(response, self.delays.retry_after_cap)
             try:
                 body = response.json()
             except orjson.JSONDecodeError as error:
@@ -552,42 +763,59 @@ class Reflector:
                 store[key] = obj
                 self._deliver(handlers.update, key, old, obj)
 
-    async def _watch(self) -> None:
-        """One watch from ``resource_version`` until it ends; returns when it reached its timeout, raises
-        ``WatchError``/``ApiUnavailable`` otherwise."""
+    async def _watch(self) -> str:
+        """One watch from ``resource_version`` until it ends: returns how (the watch-restart label: "timeout",
+        or "closed" for a watch that worked and ended early); raises ``WatchError``/``ApiUnavailable`` for one
+        that could not start or failed."""
         timeout = max(1, round(self.watch_timeout * self._rng.uniform(1 - WATCH_TIMEOUT_JITTER,
                                                                       1 + WATCH_TIMEOUT_JITTER)))
         params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout),
                   "resourceVersion": self.resource_version}
-        self._healthy = self._streaming = False
+        self._streaming = self._watch_works = False
         self._state = "watching"
         started = time.monotonic()
         async with self.client.stream("GET", self._path(), params=params,
                                       read_timeout=timeout + WATCH_READ_MARGIN) as stream:
             if stream.status != 200:
-                raise _status_error(stream.response(await stream.read()), self.max_backoff)
-            self._streaming = True
-            while line := await stream.readline():
-                if not line.strip():
-                    continue
-                try:
-                    event = orjson.loads(line)
-                except orjson.JSONDecodeError as error:
-                    raise WatchError("an undecodable watch event", f"watch event is not JSON: {error}",
-                                     relist=True) from None
-                self.apply_event(event)
-                if not self._healthy:
-                    self._healthy = True
-                    self._backoff.reset()
-        if time.monotonic() - started < 0.9 * timeout:
-            raise WatchError("a closed watch", "the watch ended before its timeout", reason="closed")
-        self._backoff.reset()
-        self._last_sync.set(time.time())
-        self.metrics.watch_restarts.labels(self.resource.name, "timeout").inc()
+                raise _status_error(stream.response(await stream.read()), self.delays.retry_after_cap)
+            self._streaming = self._watch_open = True
+            self._watch_opened_at = time.time()
+            settled = asyncio.get_running_loop().call_later(WATCH_SETTLE, self._watch_worked)
+            try:
+                while line := await stream.readline():
+                    if not line.strip():
+                        continue
+                    try:
+                        event = orjson.loads(line)
+                    except orjson.JSONDecodeError as error:
+                        raise WatchError("an undecodable watch event", f"watch event is not JSON: {error}",
+                                         relist=True) from None
+                    self.apply_event(event)
+                    self._last_event_at = time.time()
+                    self._watch_worked()
+            finally:
+                settled.cancel()
+                self._watch_open = False
+        if time.monotonic() - started >= 0.9 * timeout:
+            self._watch_worked()
+            self._last_sync.set(time.time())
+            return "timeout"
+        if not self._watch_works:
+            raise WatchError("a closed watch", "the watch ended before it delivered anything", unavailable=True,
+                             reason="closed")
+        log.debug("%s reflector: the watch ended before its timeout; resuming it", self.resource.name)
+        return "closed"
 
-    # The current watch: its answer was 200 (_streaming); it delivered an event (_healthy).
+    # The last watch: its answer was 200 (_streaming); it delivered an event or stayed open WATCH_SETTLE
+    # (_watch_works); it is being read (_watch_open).
     _streaming = False
-    _healthy = False
+    _watch_works = False
+    _watch_open = False
+
+    def _watch_worked(self) -> None:
+        if self._streaming and not self._watch_works:
+            self._watch_works = True
+            self._in_step()
 
     def apply_event(self, event: Any) -> None:
         """One decoded watch event: delivered, or only its resourceVersion kept (a bookmark). Raises

@@ -15,9 +15,24 @@ resource the server does not serve at all (CSIStorageCapacities on most
 1.20 servers) counts as synced with no objects. Everything runs on the caller's event loop: the handlers are
 synchronous and need no locking.
 
+Each reflector retries on its own (``scorer.kube.reflector``'s Faults):
+after an API outage of any length every one is back within about 2 s of the
+server answering again (the connection backoff: 0.2 s doubling to 2 s), and
+one that finds its resourceVersion gone (410, as after an API server
+restart) re-lists at once, within a random 0.5 s so that they do not all
+list together. ``delays`` (``RetryDelays``) sets those waits for every
+reflector. During an outage each reflector logs a few lines (its first
+failure, a counted summary every 2 minutes, one INFO line once back in
+step).
+
+``status()`` (``/readyz?verbose``'s ``informer/<resource>`` lines) is each
+reflector's ``state()``: what it is doing, when it last listed and when its
+watch last had an event or bookmark.
+
 A reflector never lets an error escape; should one crash all the same (a bug),
-its task logs it with its name and restarts it after a backoff, and the
-restarted reflector re-lists against what it delivered before.
+its task logs it with its name and restarts it after the relist backoff
+(``delays.relist`` doubling to ``delays.relist_cap``), and the restarted
+reflector re-lists against what it delivered before.
 """
 
 from __future__ import annotations
@@ -30,17 +45,16 @@ from prometheus_client import CollectorRegistry
 from scorer.cluster.interface import ObjectHandlers
 from scorer.kube.client import ApiClient
 from scorer.kube.reflector import (
+    DEFAULT_DELAYS,
     DEFAULT_PAGE_SIZE,
     DEFAULT_WATCH_TIMEOUT,
-    MAX_BACKOFF,
-    MIN_BACKOFF,
     RESOURCES,
     STORAGE_RESOURCES,
     WORKLOAD_RESOURCES,
-    Backoff,
     InvalidCallback,
     Reflector,
     ReflectorMetrics,
+    RetryDelays,
     bind_handlers,
 )
 
@@ -54,25 +68,24 @@ class ApiSource:
 
     ``registry`` receives the ``scorer_reflector_*`` metrics (a private one if
     None); ``on_invalid(resource, raw, message)`` is told of each malformed
-    object (once per resourceVersion).
+    object (once per resourceVersion); ``delays``: every reflector's waits
+    before trying again, and the restart backoff of a crashed one.
     """
 
     def __init__(self, client: ApiClient, *, registry: CollectorRegistry | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
                  on_invalid: InvalidCallback | None = None, resources: tuple[str, ...] = DEFAULT_RESOURCES,
-                 min_backoff: float = MIN_BACKOFF, max_backoff: float = MAX_BACKOFF) -> None:
+                 delays: RetryDelays = DEFAULT_DELAYS) -> None:
         unknown = [name for name in resources if name not in RESOURCES]
         if unknown or not resources:
             raise ValueError(f"unknown resources {unknown or list(resources)}: expected some of {sorted(RESOURCES)}")
         self.metrics = ReflectorMetrics(registry)
-        self.min_backoff = min_backoff
-        self.max_backoff = max_backoff
+        self.delays = delays
         self.reflectors: dict[str, Reflector] = {}
         previous: Reflector | None = None
         for name in resources:
             reflector = Reflector(client, RESOURCES[name], metrics=self.metrics, page_size=page_size,
-                                  watch_timeout=watch_timeout, on_invalid=on_invalid, min_backoff=min_backoff,
-                                  max_backoff=max_backoff,
+                                  watch_timeout=watch_timeout, on_invalid=on_invalid, delays=delays,
                                   deliver_after=previous.wait_for_sync if previous is not None else None)
             self.reflectors[name] = previous = reflector
 
@@ -85,7 +98,7 @@ class ApiSource:
                 group.create_task(self._supervise(reflector, handlers), name=f"reflector:{name}")
 
     async def _supervise(self, reflector: Reflector, handlers: ObjectHandlers) -> None:
-        backoff = Backoff(self.min_backoff, self.max_backoff)
+        backoff = self.delays.relist_backoff()
         task = f"reflector:{reflector.resource.name}"
         while True:
             try:
