@@ -6,11 +6,16 @@ The same endpoints answer a real kube-scheduler v1.20.2 in tests/test_extender_k
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+from aiohttp import web
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scorer.assembly import assemble
@@ -18,7 +23,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
 from scorer.extender import http as extender_http
-from scorer.extender.wire import PodCache, PriorityWriter, filter_result
+from scorer.extender.wire import MAX_NODE_NAME, NodeNames, PodCache, filter_result, node_name_error
 from scorer.registry import build_registry
 from scorer.service.app import Service
 from scorer.service.build import check_extender_options
@@ -96,20 +101,80 @@ def test_args_are_read_in_both_forms_and_keys_in_any_case():
     assert empty.node_names == ()
 
 
+def args_with(**fields: Any) -> bytes:
+    return orjson.dumps({"Pod": api_pod(), **fields})
+
+
+def pod_with(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+
+
+LONG = "n" * 50_000
+
+
 @pytest.mark.parametrize(("raw", "message"), [
     (b"{not json", "the request body is not JSON"),
     (b"[1, 2]", "must be a JSON object (ExtenderArgs), got list"),
     (orjson.dumps({"NodeNames": ["a"]}), "Pod: required"),
-    (orjson.dumps({"Pod": {"metadata": {"name": "p"}, "spec": {"containers": "x"}}, "NodeNames": []}), "Pod: "),
-    (orjson.dumps({"Pod": api_pod(), "NodeNames": "a"}), "NodeNames: must be a list of node names"),
-    (orjson.dumps({"Pod": api_pod(), "NodeNames": ["a", 1]}), "NodeNames: must be a list of node names"),
-    (orjson.dumps({"Pod": api_pod(), "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items[0].metadata.name"),
-    (orjson.dumps({"Pod": api_pod(), "Nodes": []}), "Nodes: must be a NodeList object"),
+    (orjson.dumps({"Pod": "x", "NodeNames": ["a"]}), 'Pod: expected an object (a v1 Pod), got string "x"'),
+    # wrong JSON types in the Pod: its field path, never an empty pod
+    (orjson.dumps({"Pod": {"metadata": {"name": "p"}, "spec": {"containers": "x"}}, "NodeNames": []}),
+     "Pod default/p (the request's Pod): spec.containers: expected a list, got string"),
+    (orjson.dumps({"Pod": {"metadata": {"name": "p"}, "spec": "x"}, "NodeNames": []}),
+     "Pod default/p (the request's Pod): spec: expected an object, got string \"x\""),
+    (orjson.dumps({"Pod": pod_with(containers={}), "NodeNames": []}),
+     "Pod default/p (the request's Pod): spec.containers: expected a list, got object"),
+    (orjson.dumps({"Pod": {"metadata": {"name": "p", "deletionTimestamp": 7}}, "NodeNames": []}),
+     "metadata.deletionTimestamp: expected a string, got integer 7"),
+    # NodeNames: the list, each entry's type, each name (the index named, a long name shortened)
+    (args_with(NodeNames="a"), 'NodeNames: expected a list of node names, got string "a"'),
+    (args_with(NodeNames={}), "NodeNames: expected a list of node names, got object"),
+    (args_with(NodeNames=["a", "b", 1]), "NodeNames[2]: expected a string, got integer 1"),
+    (args_with(NodeNames=["a", ["b"]]), "NodeNames[1]: expected a string, got list"),
+    (args_with(NodeNames=["a", "b", "c", "Node_1"]), 'NodeNames[3]: "Node_1": a lowercase RFC 1123 subdomain'),
+    (args_with(NodeNames=["a", ""]), "NodeNames[1]: required"),
+    (args_with(NodeNames=["a-", "b"]), 'NodeNames[0]: "a-": a lowercase RFC 1123 subdomain'),
+    (args_with(NodeNames=["a..b"]), 'NodeNames[0]: "a..b": a lowercase'),
+    (args_with(NodeNames=["a\nb"]), 'NodeNames[0]: "a\\nb": a lowercase'),
+    (args_with(NodeNames=["a", LONG]), f"NodeNames[1]: \"{'n' * 77}...\" (50000 characters): must be no more than "
+                                       "253 characters"),
+    # the Nodes form
+    (args_with(Nodes={"items": [{"metadata": {}}]}), "Nodes.items[0].metadata.name: required"),
+    (args_with(Nodes={"items": [{"metadata": {"name": "A"}}]}), 'Nodes.items[0].metadata.name: "A": a lowercase'),
+    (args_with(Nodes={"items": [{"metadata": {"name": 5}}]}), "Nodes.items[0].metadata.name: expected a string"),
+    (args_with(Nodes={"items": ["x"]}), 'Nodes.items[0]: expected a Node object, got string "x"'),
+    (args_with(Nodes={"items": [{"metadata": "x"}]}), "Nodes.items[0].metadata: required"),
+    (args_with(Nodes={"items": {}}), "Nodes.items: expected a list of Node objects, got object"),
+    (args_with(Nodes=[]), "Nodes: expected a NodeList object"),
 ])
 def test_requests_that_cannot_be_read_say_why(raw, message):
-    with pytest.raises(BadRequest) as info:
-        read_args(raw)
-    assert message in str(info.value)
+    for names in (None, NodeNames()):
+        with pytest.raises(BadRequest) as info:
+            read_args(raw, PodCache(), names)
+        assert message in str(info.value)
+        assert len(str(info.value)) < 400  # (a 50,000-character name is not repeated)
+
+
+def test_node_names_are_dns_subdomains_of_at_most_253_characters():
+    for good in ("a", "node-1", "ip-10-0-0-1.ec2.internal", "xn--bcher-kva.example", "a" * MAX_NODE_NAME, "1"):
+        assert node_name_error(good) is None, good
+    for bad in ("", "A", "a_b", "-a", "a-", ".a", "a.", "a..b", "a.-b", "a-.b", "a b", "ä", "a\n", "a" * 254):
+        assert node_name_error(bad) is not None, bad
+
+
+def test_node_names_are_kept_within_a_byte_budget():
+    names = NodeNames()
+    names.MAX_BYTES = 64 * 1024  # (8 MiB by default)
+    batch = [f"node-{i:05d}" for i in range(100)]
+    assert names.check(batch, "NodeNames[{}]") == tuple(batch) and len(names) == 100
+    assert names.check(batch, "NodeNames[{}]") == tuple(batch)  # (the second time from what is kept)
+    for start in range(0, 20_000, 1_000):  # many more new names than fit: what is kept stays within the budget
+        names.check([f"{'x' * 200}-{i}" for i in range(start, start + 1_000)], "NodeNames[{}]")
+        assert 0 < names.kept_bytes <= names.MAX_BYTES and len(names) <= names.MAX_BYTES // names.ENTRY_BYTES
+    before = len(names)
+    with pytest.raises(BadRequest, match="NodeNames\\[1\\]"):
+        names.check(["ok", LONG, "Bad"], "NodeNames[{}]")
+    assert LONG not in names._prefixes and "Bad" not in names._prefixes and len(names) <= before + 1
 
 
 def test_results_are_written_pascal_case_in_the_form_asked():
@@ -122,7 +187,7 @@ def test_results_are_written_pascal_case_in_the_form_asked():
     assert by_name["NodeNames"] == ["idle"] and by_name["Nodes"] is None
 
 
-def test_a_pod_is_decoded_once_per_uid_and_resource_version():
+def test_a_pod_is_decoded_once_per_content_and_only_a_small_one_is_kept():
     pods = PodCache()
     raw = api_pod()
     raw["metadata"]["resourceVersion"] = "7"
@@ -132,21 +197,34 @@ def test_a_pod_is_decoded_once_per_uid_and_resource_version():
     raw["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
     changed = read_args(orjson.dumps({"Pod": raw, "NodeNames": []}), pods).pod
     assert changed is not first and changed.non_zero_cpu == 2000
-    del raw["metadata"]["resourceVersion"]  # without one, every request decodes it
-    assert read_args(orjson.dumps({"Pod": raw}), pods).pod is not read_args(orjson.dumps({"Pod": raw}), pods).pod
+    # the same uid and resourceVersion with other content is decoded again, and refused if it must be
+    for spec, problem in (("x", "spec: expected an object"), ({"containers": {}}, "spec.containers: expected a list")):
+        with pytest.raises(BadRequest, match=problem):
+            read_args(orjson.dumps({"Pod": {**raw, "spec": spec}, "NodeNames": []}), pods)
+    # a pod larger than MAX_POD_BYTES is decoded every time and not kept; at most SIZE pods are kept
+    big = {**raw, "metadata": {**raw["metadata"], "annotations": {"a": "x" * PodCache.MAX_POD_BYTES}}}
+    assert read_args(orjson.dumps({"Pod": big}), pods).pod is not read_args(orjson.dumps({"Pod": big}), pods).pod
+    for i in range(PodCache.SIZE * 2):
+        read_args(orjson.dumps({"Pod": api_pod(f"p-{i}")}), pods)
+    assert len(pods) == PodCache.SIZE
+    deep = b'{"Pod":' + orjson.dumps(raw)[:-1] + b',"x":' + b'{"d":' * 300 + b"{}" + b"}" * 300 + b"}}"
+    assert read_args(deep, pods).pod.name == "web-1"  # (nested deeper than orjson writes: decoded, not kept)
 
 
 def test_the_priority_list_is_written_as_json():
-    writer = PriorityWriter()
-    names, scores = ["a", 'quote"d', "ünïcode"], [0, 5, 10]
+    names = NodeNames()
+    hosts, scores = ["a", "b.c", "d-1"], [0, 5, 10]
+    names.check(hosts, "NodeNames[{}]")
     for _ in range(2):  # the second time from the kept prefixes
-        assert orjson.loads(writer.write(names, scores)) == [
-            {"Host": "a", "Score": 0}, {"Host": 'quote"d', "Score": 5}, {"Host": "ünïcode", "Score": 10}]
-    assert writer.write([], []) == b"[]"
-    # known and new names mixed; a score outside 0-10 is written as it is; the lengths must agree
-    assert orjson.loads(writer.write(["b", "a"], [10, 11])) == [{"Host": "b", "Score": 10}, {"Host": "a", "Score": 11}]
+        assert orjson.loads(names.write_priorities(hosts, scores)) == [
+            {"Host": "a", "Score": 0}, {"Host": "b.c", "Score": 5}, {"Host": "d-1", "Score": 10}]
+    assert names.write_priorities([], []) == b"[]"
+    # names not checked are written, not kept; a score outside 0-10 is written as it is; the lengths must agree
+    assert orjson.loads(names.write_priorities(['quote"d', "a"], [10, 11])) == [{"Host": 'quote"d', "Score": 10},
+                                                                                {"Host": "a", "Score": 11}]
+    assert len(names) == 3
     with pytest.raises(ValueError, match="2 names and 1 scores"):
-        writer.write(["a", "b"], [1])
+        names.write_priorities(["a", "b"], [1])
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():
@@ -228,11 +306,45 @@ def test_without_metrics_the_data_policy_decides():
 # -- the service's endpoints -------------------------------------------------------------------
 
 
-def make_service(*, no_scheduling=True, debug=False):
+def make_service(*, no_scheduling=True, debug=False, http_timeout=15.0):
     asm, cluster = make_assembly(start=False)
     options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, extender_profile=PROFILE,
-                             no_scheduling=no_scheduling, enable_debug_endpoints=debug)
+                             no_scheduling=no_scheduling, enable_debug_endpoints=debug, http_timeout=http_timeout)
     return Service(asm, cluster, options)
+
+
+@contextlib.asynccontextmanager
+async def listening(app: web.Application) -> AsyncIterator[int]:
+    """``app`` served on 127.0.0.1 as ``scorer run`` serves it (aiohttp_client's server cancels a handler
+    whose client went away; this one, as the service's, lets it answer); its port."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+async def exchange(port: int, data: bytes, *, close: bool = False) -> bytes:
+    """``data`` written to 127.0.0.1:``port`` over a socket of its own (``close``: then the socket is closed
+    soon after); what the server answers until it closes the connection (at most 10 s)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        if close:
+            await asyncio.sleep(0.2)  # (the server reads the head and starts on the body first)
+            return b""
+        return await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+
+
+def head(path: str, length: int | None, *extra: str) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: scorer", "Content-Type: application/json",
+             *([f"Content-Length: {length}"] if length is not None else []), *extra]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
 def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -271,6 +383,83 @@ async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_cl
     assert [d["verb"] for d in debug["decisions"]] == ["filter", "prioritize"]
     assert (await client.get("/healthz")).status == 200
     assert "metrics-snapshot" in service.supervisor.tasks  # the snapshot is sampled again while it runs
+
+
+async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_bounded(monkeypatch, caplog):
+    monkeypatch.setattr(extender_http, "MAX_BODY", 64 * 1024)
+    service = make_service(http_timeout=0.5)
+    async with listening(service.app()) as port:
+        # 200 MB announced and none of it sent: 413 at once (waiting for the body would take the timeout: 408)
+        answer = await exchange(port, head("/scheduler/prioritize", 200_000_000))
+        assert answer.startswith(b"HTTP/1.1 413") and b"larger than 65536 bytes (Content-Length 200000000)" in answer
+        # without a length (chunked), the body is read up to the limit
+        chunk = b"x" * 32_768
+        chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3)) + b"0\r\n\r\n"
+        answer = await exchange(port, head("/scheduler/filter", None, "Transfer-Encoding: chunked") + chunked)
+        assert answer.startswith(b"HTTP/1.1 413") and b"larger than 65536 bytes" in answer
+        # a body that stalls: 408 after the timeout, and the connection closed
+        answer = await exchange(port, head("/scheduler/filter", 100) + b'{"Pod"')
+        assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive within 0.5s" in answer
+        # a body cut off (the client goes away): a bad request, no ERROR, no traceback
+        await exchange(port, head("/scheduler/prioritize", 100) + b'{"Pod"', close=True)
+        # the bodies read at once, all requests together, are bounded: the request that goes over gets 503
+        monkeypatch.setattr(extender_http, "MAX_BODIES_READING", 96 * 1024)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head("/scheduler/prioritize", 60_000) + b" " * 50_000)  # held: 10,000 bytes short
+        await asyncio.sleep(0.2)  # (the server reads what came)
+        answer = await exchange(port, head("/scheduler/filter", 60_000) + b" " * 60_000)
+        assert answer.startswith(b"HTTP/1.1 503") and b"bodies take the 98304 bytes read at once" in answer
+        writer.write(b" " * 10_000)
+        held = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert held.startswith(b"HTTP/1.1 400") and b"not JSON" in held  # (read whole: it was a fair share)
+        # a malformed chunk: aiohttp's parser answers 400 (its log line: scorer.service.logs.ClientErrors)
+        answer = await exchange(port, head("/scheduler/filter", None, "Transfer-Encoding: chunked") + b"zz\r\nab\r\n")
+        assert answer.startswith(b"HTTP/1.0 400")
+
+        def bad_requests() -> dict[str, float]:
+            text = generate_latest(service.asm.metrics.registry).decode()
+            return {dict(labels)["verb"]: value for labels, value in
+                    samples(text, "scorer_extender_requests_total").items() if ("result", "bad_request") in labels}
+
+        async with asyncio.timeout(10):
+            while bad_requests()["prioritize"] < 3:
+                await asyncio.sleep(0.05)
+        assert bad_requests() == {"filter": 3, "prioritize": 3}
+        assert not [r for r in caplog.records if r.name.startswith("scorer") and (r.levelno >= logging.ERROR
+                                                                                  or r.exc_info)]
+        status, _ = await get(port, "/healthz")
+        assert status == 200
+
+
+async def get(port: int, path: str) -> tuple[int, bytes]:
+    answer = await exchange(port, f"GET {path} HTTP/1.1\r\nHost: scorer\r\nConnection: close\r\n\r\n".encode())
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+async def test_hostile_node_names_get_400_and_valid_large_requests_are_answered(aiohttp_client):
+    service = make_service(debug=True)
+    client = await aiohttp_client(service.app())
+    for i in range(5):  # 1,000 names of 50,000 characters: refused, nothing kept
+        hostile = orjson.dumps({"Pod": api_pod(), "NodeNames": [f"{i}{j}" + "n" * 49_990 for j in range(1_000)]})
+        response = await client.post("/scheduler/prioritize", data=hostile)
+        assert response.status == 400
+        assert "NodeNames[0]: " in (await response.json())["Error"] and "must be no more than 253" in \
+            (await response.json())["Error"]
+    response = await client.post("/scheduler/filter", data=body(["idle", "Not_A_Node"]))
+    assert response.status == 400 and (await response.json())["Error"].startswith('NodeNames[1]: "Not_A_Node"')
+    names = [*NODES, *(f"node-{i}.example.com" for i in range(2_000))]  # 2,000 the cache does not know
+    response = await client.post("/scheduler/prioritize", data=body(names))
+    priorities = await response.json()
+    assert response.status == 200 and [p["Host"] for p in priorities] == names
+    assert {p["Score"] for p in priorities[len(NODES):]} == {5}
+    response = await client.post("/scheduler/filter", data=body(names))
+    assert response.status == 200 and (await response.json())["NodeNames"] == [n for n in names if n != "busy"]
+    # /debug/extender keeps the first DECISION_NODES nodes of a decision
+    decisions = (await (await client.get("/debug/extender")).json())["decisions"]
+    assert [len(d["nodes"]) for d in decisions] == [1_000, 1_000]
+    assert [d["nodesOmitted"] for d in decisions] == [len(names) - 1_000] * 2
 
 
 async def test_a_plugin_failure_is_an_error_result_not_a_crash(aiohttp_client):

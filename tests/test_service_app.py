@@ -7,6 +7,7 @@ cluster source is an ``InMemoryCluster``, so these tests are fast and need no bi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -81,14 +82,14 @@ class FakeElector:
         return "leader" if self.is_leader else "standby"
 
 
-def make_service(pods=5, *, elector=None, gated=False, debug=False):
+def make_service(pods=5, *, elector=None, gated=False, debug=False, http_timeout=15.0):
     nodes = [make_node(f"node-{i}") for i in range(3)]
     pending = [make_pod(f"pod-{i}", cpu="100m") for i in range(pods)]
     cluster = InMemoryCluster(nodes, pending, [])
     asm = assemble(None, cluster, registry=build_registry(autoload=False))
     source = GatedSource(cluster) if gated else cluster
     options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, enable_debug_endpoints=debug,
-                             binding_grace=1.0, shutdown_timeout=5.0)
+                             binding_grace=1.0, shutdown_timeout=5.0, http_timeout=http_timeout)
     return Service(asm, source, options, elector=elector), cluster, source
 
 
@@ -106,6 +107,18 @@ async def serve_and_probe(service, *, ready=lambda: True, context=None):
     assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"ok")
     service.request_stop(0, "test")
     assert await asyncio.wait_for(task, 10) == 0
+
+
+@contextlib.asynccontextmanager
+async def serving(service):
+    """``serve`` the service; its port; then a stop request must end it with exit status 0."""
+    listening: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(service, on_listening=listening))
+    try:
+        yield await asyncio.wait_for(listening, 10)
+    finally:
+        service.request_stop(0, "test")
+        assert await asyncio.wait_for(task, 10) == 0
 
 
 async def wait_for(predicate, timeout=10.0):
@@ -213,6 +226,71 @@ async def test_serve_reports_a_busy_port():
             await serve(service)
     finally:
         blocker.close()
+
+
+async def test_idle_and_slow_connections_are_closed_after_the_http_timeout():
+    service, _, _ = make_service(pods=0, http_timeout=1.0)
+    async with serving(service) as port:
+        async def closed_by_server(first: bytes, *, answered: bool = False) -> bytes:
+            """Open a connection, send ``first`` (``answered``: a whole request, read its answer) and
+            nothing more; what the server sent until it closed the connection (at most 15 s)."""
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                writer.write(first)
+                async with asyncio.timeout(15):  # the timeout (1 s) + lingering (2 s) + a wide margin
+                    received = b""
+                    while chunk := await reader.read(65536):
+                        received += chunk
+                    return received
+            finally:
+                writer.close()
+
+        kinds = {
+            "silent": b"",
+            "request line cut": b"GET /liv",
+            "headers cut": b"GET /livez HTTP/1.1\r\nHost: x\r\nUser-Ag",
+            "keep-alive, then idle": b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n",
+            "body never sent": b"GET /livez HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab",
+        }
+        results = await asyncio.gather(*(closed_by_server(data) for data in kinds.values() for _ in range(50)))
+    by_kind = dict(zip(kinds, [results[i:i + 50] for i in range(0, len(results), 50)], strict=True))
+    assert all(answer == b"" for kind in ("silent", "request line cut", "headers cut") for answer in by_kind[kind])
+    assert all(answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+               for kind in ("keep-alive, then idle", "body never sent") for answer in by_kind[kind])
+
+
+async def test_a_malformed_request_is_one_warning_line_without_traceback():
+    stream = io.StringIO()
+    logs.configure("text", stream=stream)
+    service, _, _ = make_service(pods=0)
+    try:
+        async with serving(service) as port:
+            async def answer(request: bytes) -> bytes:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(request)
+                try:
+                    return await asyncio.wait_for(reader.read(), 10)
+                finally:
+                    writer.close()
+
+            long_url = b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+            long_header = b"GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 100_000 + b"\r\n\r\n"
+            for request in (long_url, long_header, long_url, b"GET /livez HTTP/1.1\r\nBad Header\r\n\r\n"):
+                assert (await answer(request)).startswith(b"HTTP/1.0 400 Bad Request")
+            assert (await answer(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).endswith(b"ok")
+        lines = stream.getvalue().splitlines()
+    finally:
+        logging.getLogger().handlers.clear()
+        server_logger = logging.getLogger(logs.SERVER_LOGGER)
+        for found in list(server_logger.filters):
+            server_logger.removeFilter(found)
+    bad = [line for line in lines if "bad HTTP request" in line]
+    assert not [line for line in lines if "Traceback" in line or " ERROR " in line], lines
+    # one line for the first of each kind (LineTooLong, BadHttpMessage); the two repeats counted on flush
+    assert len(bad) == 3 and all(" WARNING scorer.http " in line for line in bad), bad
+    assert "bad HTTP request from 127.0.0.1, answered 400: Got more than 8190 bytes" in bad[0]
+    assert all(len(line) < 600 for line in bad)
+    assert "bad HTTP request: LineTooLong: 2 more like this" in bad[-1]
 
 
 def test_tls_options_need_both_files_and_a_loadable_pair(tmp_path):

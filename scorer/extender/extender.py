@@ -25,7 +25,9 @@ by node name), exactly what a scorer cycle would.
 
 With ``keep`` > 0 the last ``keep`` decisions are kept for ``/debug/extender``:
 per node, what ``scorer explain`` shows (Filter status, per-plugin scores, the
-metrics each metric-driven plugin read), plus the score answered.
+metrics each metric-driven plugin read), plus the score answered; for the first
+``DECISION_NODES`` nodes of a request (``nodesOmitted`` counts the rest), so what
+is kept stays bounded whatever a request holds.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from scorer.sources import SourceHub
 
 #: The score of a node scorer's cache does not know (the middle of the 0-10 range).
 UNKNOWN_NODE_SCORE = MAX_EXTENDER_PRIORITY // 2
+#: A decision kept for /debug/extender shows at most this many nodes of its request.
+DECISION_NODES = 1_000
 
 
 class PluginFailure(ScorerError):
@@ -134,7 +138,7 @@ class Extender:
         if self.decisions is not None:
             self._record("filter", args, {name: {"feasible": name not in statuses,
                                                  "filter": status_json(statuses.get(name))}
-                                          for name in args.node_names})
+                                          for name in args.node_names[:DECISION_NODES]})
         return passed, failed, unresolvable
 
     # -- prioritize --------------------------------------------------------------------
@@ -159,7 +163,7 @@ class Extender:
                 return scores
             by_name = dict(zip(known, scores, strict=True))
             if self.decisions is not None:
-                for i, name in enumerate(known):
+                for i, name in enumerate(known[:DECISION_NODES]):
                     per_plugin = {p.plugin: {"raw": int(p.raw[i]), "normalized": int(p.normalized[i]),
                                              "weight": p.weight, "weighted": int(p.normalized[i]) * p.weight}
                                   for p in outcome.plugins}
@@ -168,19 +172,21 @@ class Extender:
         if self.decisions is not None:
             self._record("prioritize", args, {name: {**details.get(name, {"scores": {}, "total": 0, "unknown": True}),
                                                      "extenderScore": score}
-                                              for name, score in zip(args.node_names, answer, strict=True)})
+                                              for name, score in zip(args.node_names[:DECISION_NODES],
+                                                                     answer[:DECISION_NODES], strict=True)})
         return answer
 
     # -- /debug/extender ---------------------------------------------------------------
     def _record(self, verb: str, args: ExtenderArgs, nodes: dict[str, dict[str, Any]]) -> None:
         assert self.decisions is not None
         table = self.cache.table
-        rows = np.array([table.index[name] for name in args.node_names if name in table.index], dtype=np.int64)
+        rows = np.array([table.index[name] for name in nodes if name in table.index], dtype=np.int64)
         metrics = metrics_by_node(self.sources, self.fwk, NodeBatch(table, rows)) if self.sources is not None else {}
         for name, entry in nodes.items():
             entry["metrics"] = metrics.get(name, {})
         self.decisions.append({"verb": verb, "pod": args.pod.key, "profile": self.profile,
-                               "at": round(self.clock(), 3), "nodes": nodes})
+                               "at": round(self.clock(), 3), "nodes": nodes,
+                               "nodesOmitted": max(len(args.node_names) - DECISION_NODES, 0)})
 
 
 def _raise_error(status: Status, point: str) -> None:

@@ -10,13 +10,21 @@ Answers:
 
 * 200 with the result (``ExtenderFilterResult``, ``HostPriorityList``);
 * 400 with ``{"Error": ...}`` for a request that cannot be read (not JSON, no
-  Pod, a Pod that does not decode, bad NodeNames): kube-scheduler logs it;
+  Pod, a Pod that does not decode, a node name that is not one; the message
+  names the field: ``NodeNames[3]: ...``): kube-scheduler logs it;
+* 413 for a body larger than ``MAX_BODY``: refused from its Content-Length
+  before any of it is read (a chunked body without one is read up to the
+  limit); 408 for a body that has not fully arrived ``body_timeout`` seconds
+  after the request's head (the service's ``http_timeout``, 15 s); 400 for one
+  cut off; 503 for the request whose bytes take the bodies being read at once,
+  all requests together, over ``MAX_BODIES_READING`` (256 MiB: the memory many
+  large requests at once may take stays bounded). These close the connection;
 * a plugin that fails: filter answers 200 with ``Error`` set (kube-scheduler's
   scheduling error for the pod), prioritize 500 with ``{"Error": ...}``
   (kube-scheduler ignores a failed prioritize).
 
 Metrics (the app's one registry): ``scorer_extender_requests_total{verb,result}``
-(result ``success``, ``error``, ``bad_request``),
+(result ``success``, ``error``, ``bad_request``: a body refused counts as one),
 ``scorer_extender_request_duration_seconds{verb}`` (reading the body to the
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
 know). With ``--enable-debug-endpoints``, ``GET /debug/extender`` lists the last
@@ -25,6 +33,7 @@ decisions (``Extender.decisions``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +44,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.extender.extender import Extender, PluginFailure
-from scorer.extender.wire import BadRequest, PodCache, PriorityWriter, filter_error, filter_result, read_args
+from scorer.extender.wire import BadRequest, NodeNames, PodCache, filter_error, filter_result, read_args
 from scorer.metrics import exponential_buckets
 
 log = logging.getLogger("scorer.extender")
@@ -47,6 +56,9 @@ RESULTS = ("success", "error", "bad_request")
 DEFAULT_PREFIX = "/scheduler"
 #: Request bodies up to this size: the Nodes form of 15,000 nodes at ~4 KiB each is ~60 MiB.
 MAX_BODY = 128 * 1024 * 1024
+#: The bytes of request bodies read at once, all requests together: past it, the request whose bytes
+#: went over is refused (503). kube-scheduler sends one request at a time.
+MAX_BODIES_READING = 2 * MAX_BODY
 BUCKETS = exponential_buckets(0.0001, 2, 16)  # 0.1 ms .. 3.3 s (kube-scheduler's default timeout is 5 s)
 
 
@@ -74,27 +86,75 @@ def _json(value: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(value), status=status, content_type="application/json")
 
 
+class _Unread(Exception):
+    """A request body not read: too large, too slow, cut off, or too much read at once (``status``: 413,
+    408, 400, 503)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Bodies:
+    """Reads request bodies, the bytes read at once across requests counted against ``MAX_BODIES_READING``."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.reading = 0  # bytes of bodies being read, all requests together
+
+    async def read(self, request: web.Request) -> bytearray:
+        """The request's body, within ``timeout`` seconds; ``_Unread`` when its Content-Length is over
+        ``MAX_BODY`` (nothing is read), when it grows over ``MAX_BODY`` or the bodies read at once over
+        ``MAX_BODIES_READING``, when it is late or cut off."""
+        length = request.content_length
+        if length is not None and length > MAX_BODY:
+            raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes (Content-Length {length})")
+        body = bytearray()  # (one buffer: past glibc's mmap threshold, given back to the system when freed)
+        counted = 0
+        try:
+            async with asyncio.timeout(self.timeout):
+                while chunk := await request.content.readany():
+                    self.reading += len(chunk)
+                    counted += len(chunk)
+                    body += chunk
+                    if len(body) > MAX_BODY:  # (without a Content-Length: chunked)
+                        raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes")
+                    if self.reading > MAX_BODIES_READING:
+                        raise _Unread(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes "
+                                           "read at once; try again")
+        except TimeoutError:
+            raise _Unread(408, f"the request body did not arrive within {self.timeout:g}s") from None
+        except (ConnectionError, web.RequestPayloadError) as exc:  # the client went away, a malformed chunk
+            raise _Unread(400, f"the request body could not be read: {exc}") from None
+        finally:
+            self.reading -= counted
+        return body
+
+
 def add_routes(app: web.Application, extender: Extender, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX,
-               *, debug: bool = False) -> ExtenderMetrics:
-    """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``)."""
+               *, body_timeout: float, debug: bool = False) -> ExtenderMetrics:
+    """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
+    must arrive within ``body_timeout`` seconds."""
     metrics = ExtenderMetrics(registry)
     extender.on_unknown = metrics.unknown_nodes.inc
-    pods, priorities = PodCache(), PriorityWriter()  # (filter then prioritize: the same pod)
+    bodies = _Bodies(body_timeout)
+    pods, names = PodCache(), NodeNames()  # (filter then prioritize: the same pod, the same nodes)
     prefix = prefix.rstrip("/")
 
-    def endpoint(verb: str, handle: Callable[[bytes], web.Response]) -> Callable[[web.Request],
+    def endpoint(verb: str, handle: Callable[[bytearray], web.Response]) -> Callable[[web.Request],
                                                                                  Awaitable[web.Response]]:
         async def serve(request: web.Request) -> web.Response:
             start = time.perf_counter()
             result = "success"
             try:
-                response = handle(await request.read())
+                response = handle(await bodies.read(request))
             except BadRequest as exc:
                 result = "bad_request"
                 response = _json({"Error": str(exc)}, 400)
-            except web.HTTPRequestEntityTooLarge:
+            except _Unread as exc:
                 result = "bad_request"
-                response = _json({"Error": f"the request body is larger than {MAX_BODY} bytes"}, 413)
+                response = _json({"Error": str(exc)}, exc.status)
+                response.force_close()  # (the rest of the body is not read)
             except PluginFailure as exc:
                 result = "error"
                 response = _json(filter_error(str(exc))) if verb == FILTER else _json({"Error": str(exc)}, 500)
@@ -108,14 +168,14 @@ def add_routes(app: web.Application, extender: Extender, registry: CollectorRegi
 
         return serve
 
-    def do_filter(body: bytes) -> web.Response:
-        args = read_args(body, pods)
+    def do_filter(body: bytearray) -> web.Response:
+        args = read_args(body, pods, names)
         passed, failed, unresolvable = extender.filter(args)
         return _json(filter_result(args, passed, failed, unresolvable))
 
-    def do_prioritize(body: bytes) -> web.Response:
-        args = read_args(body, pods)
-        return web.Response(body=priorities.write(args.node_names, extender.prioritize(args)),
+    def do_prioritize(body: bytearray) -> web.Response:
+        args = read_args(body, pods, names)
+        return web.Response(body=names.write_priorities(args.node_names, extender.prioritize(args)),
                             content_type="application/json")
 
     app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))

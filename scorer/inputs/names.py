@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from scorer.inputs.describe import quote
+
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -19,6 +21,20 @@ _DNS1123_SUBDOMAIN = re.compile(
 _NAME_MAX = 63
 _LABEL_VALUE_MAX = 63
 _PREFIX_MAX = 253
+
+
+def dns_subdomain_error(value: str) -> str | None:
+    """Why ``value`` is not a DNS subdomain (RFC 1123, at most 253 characters: the names of nodes and most
+    objects), in k8s.io/apimachinery's words; None when it is one. A long value is shown shortened."""
+    shown = quote(value)
+    if not value:
+        return "required"
+    if len(value) > _PREFIX_MAX:
+        return f"{shown} ({len(value)} characters): must be no more than {_PREFIX_MAX} characters"
+    if _DNS1123_SUBDOMAIN.fullmatch(value) is None:
+        return (f"{shown}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                "'-' or '.', and must start and end with an alphanumeric character")
+    return None
 
 
 def qualified_name_errors(value: str) -> list[str]:
@@ -74,7 +90,7 @@ def _part_errors(part: str, value: str, max_length: int, pattern: re.Pattern[str
         return [f"{part} part must be non-empty"]
     if len(value) > max_length:
         return [f"{part} part must be no more than {max_length} characters"]
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         return [f"{part} part {malformed}"]
     return []
 

@@ -765,7 +765,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
             for path, item in _mappings(spec, "schedulingGates", "spec")
         ),
         nominated_node_name=_str(status, "nominatedNodeName", "status"),
-        deleting=meta.get("deletionTimestamp") is not None,
+        deleting=bool(_timestamp(meta, "deletionTimestamp", "metadata")),
         resource_version=_str(meta, "resourceVersion", "metadata"),
         creation_timestamp=_timestamp(meta, "creationTimestamp", "metadata"),
         start_time=_timestamp(status, "startTime", "status"),

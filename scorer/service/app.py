@@ -63,6 +63,9 @@ LOOP_MAX_SILENCE = 60.0
 SNAPSHOT_RESAMPLE = 5.0
 # With --enable-debug-endpoints, /debug/extender shows this many of the extender's last decisions.
 EXTENDER_DECISIONS_KEPT = 20
+#: Seconds a body no handler reads (the routes without one, a 413) is read and dropped after the answer, so
+#: the client sees the answer before the connection closes (aiohttp's default: 10 s).
+LINGERING_TIME = 2.0
 
 
 class Elector(Protocol):
@@ -253,7 +256,7 @@ class Service:
         if self.source.has_synced():
             return None
         waiting = [f"{name} {state}" for name, state in (self.source_status() if self.source_status else {}).items()]
-        return "waiting for the caches to sync" + (f" ({', '.join(waiting)})" if waiting else "")
+        return "waiting for the caches to sync" + (f" ({'; '.join(waiting)})" if waiting else "")
 
     def _check_shutdown(self) -> str | None:
         return "shutting down" if self.shutting_down else None
@@ -312,8 +315,11 @@ class Service:
 
     def app(self) -> web.Application:
         options = self.options
-        # Only the extender's verbs take request bodies (its Nodes form carries whole Node objects).
-        app = web.Application(client_max_size=extender_http.MAX_BODY if options.extender_profile else 1024)
+        # Only the extender's verbs take request bodies (its Nodes form carries whole Node objects); the
+        # other routes never read one. What a connection may hold: see scorer.service.run.
+        app = web.Application(client_max_size=extender_http.MAX_BODY if options.extender_profile else 1024,
+                              handler_args={"keepalive_timeout": options.http_timeout,
+                                            "lingering_time": LINGERING_TIME})
         app[SERVICE_KEY] = self
         for endpoint in self.health_endpoints():
             endpoint.add_routes(app)
@@ -325,7 +331,7 @@ class Service:
             self.extender = Extender(self.asm.frameworks[options.extender_profile], self.asm.cache, self.asm.sources,
                                      keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
             extender_http.add_routes(app, self.extender, self.asm.metrics.registry, options.extender_prefix,
-                                     debug=options.enable_debug_endpoints)
+                                     body_timeout=options.http_timeout, debug=options.enable_debug_endpoints)
         app.cleanup_ctx.extend([self._api_session, self._binder, *self._cluster_source_contexts(),
                                 self._metric_sources, self._leader_elector, self._scheduling_loop])
         return app

@@ -7,6 +7,7 @@ import attrs
 DEFAULT_PORT = 10259  # kube-scheduler's DefaultKubeSchedulerPort
 DEFAULT_SHUTDOWN_TIMEOUT = 15.0  # SIGTERM to exit, bindings and lease release included
 DEFAULT_BINDING_GRACE = 10.0  # of which in-flight bindings may take this long
+DEFAULT_HTTP_TIMEOUT = 15.0  # a connection's idle time, a request head's and a request body's (scorer.service.run)
 
 
 @attrs.frozen(slots=True)
@@ -29,6 +30,7 @@ class ServiceOptions:
     seed: int | None = None  # tie breaks; None: random
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     binding_grace: float = DEFAULT_BINDING_GRACE
+    http_timeout: float = DEFAULT_HTTP_TIMEOUT  # idle connections, slow request heads and bodies are cut after this
     # Extender mode (``scorer.extender``): serve kube-scheduler's extender calls with this profile.
     extender_profile: str | None = None
     extender_prefix: str = "/scheduler"

@@ -7,6 +7,29 @@ or a fatal failure (a lost lease, a crashed scheduling loop: exit 1). Then
 readiness fails, the scheduling loop stops taking pods, in-flight bindings
 get ``binding_grace`` seconds, the lease is released, the reflectors and
 sessions close, all within ``shutdown_timeout`` (15 s) in total.
+
+What a client can hold is bounded by ``http_timeout`` (``ServiceOptions``,
+15 s; ``DEFAULT_HTTP_TIMEOUT``), set on the application (``Service.app()``'s
+``handler_args``), so every server of it behaves alike:
+
+* a connection is closed when it has not sent a whole request head (request
+  line and headers) within ``http_timeout`` of opening, or of the previous
+  answer on it: so a connection that sends nothing, one that stalls or trickles
+  a request line or headers, and an idle keep-alive connection are all closed
+  after ``http_timeout`` (aiohttp's ``keepalive_timeout``, armed when the
+  connection opens; data arriving does not postpone it);
+* a body the handler reads (the extender's verbs) must arrive within
+  ``http_timeout`` of the head, else 408 (``scorer.extender.http``);
+* a body no handler reads (the other routes, one refused with 413) is read
+  and dropped for at most ``LINGERING_TIME`` (2 s, ``scorer.service.app``)
+  after the answer, then the connection is closed;
+* a request line or a header line longer than 8190 bytes, or more than 128
+  headers, gets 400 at once (aiohttp's limits); it is logged as one WARNING
+  line, without a traceback, and repeats within 30 s as one counted line
+  (``scorer.service.logs``).
+
+With TLS, a connection that never completes its handshake is closed by
+asyncio after 60 s.
 """
 
 from __future__ import annotations
@@ -19,6 +42,7 @@ import ssl
 from aiohttp import web
 
 from scorer.errors import InputError
+from scorer.service import logs
 from scorer.service.app import Service
 from scorer.service.options import ServiceOptions
 
@@ -82,6 +106,7 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
         except TimeoutError:
             log.error("shutdown did not finish within %.0fs; exiting anyway", options.shutdown_timeout)
             service.exit_code = service.exit_code or EXIT_FAILED
+    logs.flush()
     log.info("stopped (exit status %d)", service.exit_code)
     return service.exit_code
 
