@@ -187,13 +187,15 @@ def _add(pm: pluggy.PluginManager, registry: PluginRegistry, module: Any, origin
         return
     hooks = [caller.name for caller in pm.get_hookcallers(module) or ()]
     unknown = [hook for hook in hooks if hook != HOOK]
-    if unknown or not hooks:
-        pm.unregister(module)
-        error = ", ".join(f"unknown hook {hook}{_did_you_mean(hook, [HOOK])}" for hook in unknown) if unknown \
-            else _no_hook(module)
-        registry.fail(name, origin.distribution, origin.version, error)
+    if unknown:
+        error = ", ".join(f"unknown hook {hook}{_did_you_mean(hook, [HOOK])}" for hook in unknown)
+    elif not hooks:
+        error = _no_hook(module)
+    else:
+        origins[name] = origin
         return
-    origins[name] = origin
+    pm.unregister(module)
+    registry.fail(name, origin.distribution, origin.version, error)
 
 
 def _hook_of(impl: pluggy.HookImpl) -> Callable[[PluginRegistry], object]:

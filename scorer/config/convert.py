@@ -151,19 +151,20 @@ def _check_class(cls: type, where: str, problems: list[str], seen: set[type]) ->
     for attribute, tp in fields.values():
         _check_type(tp, f"{where}.{attribute.name}", problems, seen)
     validate = getattr(cls, "validate", None)
-    if validate is not None and "validate" not in attrs.fields_dict(cls) and not _callable_bare(cls, validate):
+    if validate is not None and "validate" not in attrs.fields_dict(cls) and not _validate_callable(cls, validate):
         problems.append(f"{where}.validate must be a method taking no arguments (it returns a list of "
                         "(path, message) pairs)")
 
 
-def _callable_bare(cls: type, method: Any) -> bool:
-    """Whether ``instance.method()`` can be called: ``method`` is callable and takes no argument but ``self``."""
-    if not callable(method):
+def _validate_callable(cls: type, validate: Any) -> bool:
+    """Whether ``instance.validate()`` can be called (``validate``, looked up on ``cls``): callable,
+    no argument but ``self``."""
+    if not callable(validate):
         return False
     # A function in the class body is bound to the instance: ``self`` is passed.
     arguments = (None,) if inspect.isfunction(inspect.getattr_static(cls, "validate")) else ()
     try:
-        inspect.signature(method).bind(*arguments)
+        inspect.signature(validate).bind(*arguments)
     except TypeError:
         return False
     except ValueError:  # no signature to read: it is called, and its result checked, when args are read
@@ -238,6 +239,20 @@ def plain(data: Any) -> Any:
     if isinstance(data, list):
         return [plain(item) for item in data]
     return data
+
+
+def _pairs(found: Any) -> list[tuple[str, str]] | None:
+    """What ``validate()`` returned as a list of ``(path, message)`` pairs (None: no problem);
+    None when it is anything else (a string, a list of strings ...)."""
+    if found is None:
+        return []
+    if isinstance(found, (str, bytes, Mapping)) or not isinstance(found, Iterable):
+        return None
+    pairs = list(found)
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str)):
+            return None
+    return pairs
 
 
 def _raised(exc: BaseException) -> str:
@@ -335,15 +350,11 @@ class _Converter:
         name = f"{type(obj).__qualname__}.validate(){self.owner}"
         try:
             found = validate()
-            # None: no problem; a generator runs here
-            pairs = [] if found is None else None if isinstance(found, (str, bytes, Mapping)) \
-                or not isinstance(found, Iterable) else list(found)
+            pairs = _pairs(found)  # (a generator's code runs here)
         except Exception as exc:
             self.fail(path, f"{name} raised {_raised(exc)}")
             return
-        if pairs is None or not all(isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(part, str)
-                                                                                     for part in pair)
-                                    for pair in pairs):
+        if pairs is None:
             self.fail(path, f"{name} returned {_truncated(found)}, expected a list of (path, message) pairs "
                             'of strings, such as [("weight", "must be in 1..100")]')
             return
