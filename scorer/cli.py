@@ -37,7 +37,7 @@ from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
 from scorer.inputs.describe import printable
-from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
+from scorer.registry import EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
 from scorer.service import logs
 from scorer.service.build import build_service
 from scorer.service.options import DEFAULT_PORT, ServiceOptions
@@ -131,9 +131,13 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
     registry = build_registry(autoload=False if args.no_plugin_autoload else None,
                               blocked=args.block_plugin or ())
     for failure in registry.failures:
-        _err(escape(f"warning: {failure.describe()}; scorer runs without its plugins "
-                    f"(--block-plugin {failure.entry_point} stops loading it)"))
+        _err(escape(f"warning: {_failure_warning(failure)}"))
     return registry
+
+
+def _failure_warning(failure: LoadFailure) -> str:
+    return (f"{failure.describe()}; scorer runs without its plugins "
+            f"(--block-plugin {failure.entry_point} stops loading it)")
 
 
 def _warn(warnings: Sequence[str]) -> None:
@@ -252,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         no_scheduling=args.no_scheduling, metrics_file=args.metrics)
     logs.configure(options.log_format)
     service = build_service(options)
-    for warning in service.asm.warnings:
+    for warning in (*map(_failure_warning, service.asm.registry.failures), *service.asm.warnings):
         logging.getLogger("scorer.service").warning("%s", warning)
     return asyncio.run(serve(service))
 

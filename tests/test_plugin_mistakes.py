@@ -348,3 +348,27 @@ def test_scorer_debug_prints_the_plugins_traceback(tmp_path, install, files):
     env["SCORER_DEBUG"] = "0"
     quiet = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert quiet.returncode == 0 and "Traceback" not in quiet.stderr
+
+
+def test_scorer_run_logs_each_failed_distribution(install, files, monkeypatch, caplog):
+    from types import SimpleNamespace
+
+    import scorer.cli
+    from scorer.registry import build_registry
+
+    install(distribution_source(hook=HOOK.replace(", plugin_type=Tier", "")))
+    directory, _ = files
+
+    async def serve(service):
+        return 0
+
+    monkeypatch.setattr(scorer.cli.logs, "configure", lambda log_format: None)
+    monkeypatch.setattr(scorer.cli, "build_service", lambda options: SimpleNamespace(
+        asm=SimpleNamespace(registry=build_registry(blocked=options.blocked), warnings=())))
+    monkeypatch.setattr(scorer.cli, "serve", serve)
+    with caplog.at_level("WARNING", logger="scorer.service"):
+        assert main(["run", "--config", config_file(directory)]) == 0
+    assert [r.getMessage() for r in caplog.records if DIST in r.getMessage()] == [
+        f"{DIST} {VERSION} (entry point {ENTRY_POINT}) failed to load: plugin 'Tier' implements no extension point: "
+        "pass plugin_type=<the plugin's class> to registry.register(), or register the class itself as the factory; "
+        f"scorer runs without its plugins (--block-plugin {ENTRY_POINT} stops loading it)"]
