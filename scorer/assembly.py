@@ -123,8 +123,7 @@ def assemble(
         return None if status.is_success() else (status.plugin or "PreEnqueue")
 
     queue = SchedulingQueue(
-        # The queue-sort plugin's own less: the queue calls it ~20 times per pop.
-        first.queue_sort.less if first.queue_sort is not None else first.less,
+        first.sort_function(),
         clock=clock,
         initial_backoff=float(config.pod_initial_backoff_seconds),
         max_backoff=float(config.pod_max_backoff_seconds),

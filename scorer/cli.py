@@ -34,10 +34,10 @@ import yaml
 from scorer import __version__
 from scorer.bench import command as bench
 from scorer.config import describe_resolved, effective_config, load_and_resolve
-from scorer.errors import ConfigError, InputError, PluginError, ScorerError
+from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
 from scorer.inputs.describe import printable
-from scorer.registry import EXTENSION_POINTS, PluginRegistry, build_registry
+from scorer.registry import EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
 from scorer.service import logs
 from scorer.service.build import build_service
 from scorer.service.options import DEFAULT_PORT, ServiceOptions
@@ -50,7 +50,6 @@ EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
-DEBUG_ENV = "SCORER_DEBUG"
 
 METRICS_HELP = ("MetricsSnapshot file (YAML/JSON) that metric-driven plugins read instead of Prometheus; "
                 "default: MetricsSnapshot documents in the cluster file, else each plugin's Prometheus address")
@@ -132,9 +131,13 @@ def _registry(args: argparse.Namespace) -> PluginRegistry:
     registry = build_registry(autoload=False if args.no_plugin_autoload else None,
                               blocked=args.block_plugin or ())
     for failure in registry.failures:
-        _err(escape(f"warning: plugin entry point {failure.entry_point!r} of {failure.distribution} "
-                    f"{failure.version} failed to load: {failure.error}"))
+        _err(escape(f"warning: {_failure_warning(failure)}"))
     return registry
+
+
+def _failure_warning(failure: LoadFailure) -> str:
+    return (f"{failure.describe()}; scorer runs without its plugins "
+            f"(--block-plugin {failure.entry_point} stops loading it)")
 
 
 def _warn(warnings: Sequence[str]) -> None:
@@ -253,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         no_scheduling=args.no_scheduling, metrics_file=args.metrics)
     logs.configure(options.log_format)
     service = build_service(options)
-    for warning in service.asm.warnings:
+    for warning in (*map(_failure_warning, service.asm.registry.failures), *service.asm.warnings):
         logging.getLogger("scorer.service").warning("%s", warning)
     return asyncio.run(serve(service))
 
@@ -280,8 +283,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                         (r[0], r[1], r[2], r[3].split(", ")), strict=True)) for r in rows[1:]], indent=True)
         return EXIT_OK
     _table(rows)
-    for failure in registry.failures:
-        _out(escape(f"(failed) {failure.entry_point}  {failure.distribution}  {failure.version}  {failure.error}"))
+    if registry.failures:
+        _out()
+        _out(f"{len(registry.failures)} distribution(s) failed to load; scorer runs without their plugins:")
+        _table([("DISTRIBUTION", "VERSION", "TO SKIP IT", "PLUGINS", "ERROR"),
+                *((f.distribution, f.version, f"--block-plugin {f.entry_point}", ", ".join(f.plugins) or "-",
+                   f.error) for f in registry.failures)])
     return EXIT_OK
 
 
@@ -369,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file")
     v.set_defaults(func=cmd_config_validate)
 
-    p = sub.add_parser("plugins", parents=[common], help="list installed plugins")
+    p = sub.add_parser("plugins", parents=[common],
+                       help="list installed plugins, and the distributions that failed to load (table output)")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_plugins)
     return parser
@@ -416,7 +424,7 @@ def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> in
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:
-        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        if debug_enabled():
             _err(traceback.format_exc().rstrip())
         _err(f"internal error: {type(exc).__name__}: {escape(str(exc))[:500]} "
              f"(a bug in scorer or one of its plugins; please report it with the command that caused it; "

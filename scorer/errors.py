@@ -6,6 +6,17 @@ what was expected, so the CLI can print it on one line without a traceback.
 
 from __future__ import annotations
 
+import os
+
+#: Set to anything but "" or "0": the CLI prints the traceback of an internal error, and a plugin
+#: that raises has its traceback logged (``scorer.framework.plugincalls``).
+DEBUG_ENV = "SCORER_DEBUG"
+
+
+def debug_enabled() -> bool:
+    """Whether ``SCORER_DEBUG`` asks for tracebacks."""
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
 
 class ScorerError(Exception):
     """Base class of every error scorer raises on purpose."""

@@ -85,7 +85,11 @@ def explain_pod(
                                                        "inFlightPods", "policy"}}}},
          "selected": "<node>" | null, "message": "<FitError text or empty>"}
 
-    plus, for a pod with PersistentVolumeClaims that VolumeBinding placed,
+    plus, when a plugin failed the cycle (it raised, or returned what its
+    extension point does not accept: an error, not an unschedulable pod),
+    ``"error": {"point": "Score", "plugin": "<Plugin>", "distribution":
+    "<name version>", "message": "running Score plugin ...: <ExcType>: ..."}``;
+    ``message`` then says the same. Plus, for a pod with PersistentVolumeClaims that VolumeBinding placed,
     ``"volumes": {"<claim>": "bound to PersistentVolume <pv>" | "binds
     PersistentVolume <pv>" | "provisioned on <node>"}`` for the selected node
     (a claim that fails shows in the nodes' filter reasons instead).
@@ -162,6 +166,8 @@ def explain_pod(
         "selected": result.selected,
         "message": message,
     }
+    if result.failed_at:
+        out["error"] = error_json(result.failed_at, result.status, asm.registry)
     volumes = volume_decisions(state, result.selected) if result.selected is not None else {}
     if volumes:
         out["volumes"] = volumes
@@ -169,6 +175,14 @@ def explain_pod(
         # What PostFilter (preemption) would do; nothing is deleted: the recorder is never flushed.
         out["preemption"] = {"nominatedNode": result.nominated, "victims": [v.key for v in result.victims]}
     return out
+
+
+def error_json(point: str, status: Status, registry: PluginRegistry) -> dict[str, Any]:
+    """The plugin that failed the cycle (it raised, or returned what its point does not accept),
+    its distribution and the message naming the exception, as ``explain_pod`` shows it."""
+    info = registry.plugins.get(status.plugin)
+    return {"point": point, "plugin": status.plugin, "distribution": info.origin if info is not None else "",
+            "message": status.message()}
 
 
 def status_json(status: Status | None) -> dict[str, Any] | None:
@@ -196,6 +210,11 @@ def format_table(explanation: dict[str, Any]) -> str:
         for plugin in node["scores"]:
             if plugin not in plugins:
                 plugins.append(plugin)
+    error = explanation.get("error")
+    # A plugin that failed while scoring keeps its column: "error" in the rows of the nodes it scored.
+    failed = error["plugin"] if error and error["point"] in ("PreScore", "Score") else None
+    if failed and failed not in plugins:
+        plugins.append(failed)
     header = ["NODE", "FEASIBLE", *plugins, "TOTAL", "FILTERED BY"]
     rows = []
     for name, node in explanation["nodes"].items():
@@ -203,8 +222,11 @@ def format_table(explanation: dict[str, Any]) -> str:
         cells = [name + marker, "yes" if node["feasible"] else "no"]
         for plugin in plugins:
             s = node["scores"].get(plugin)
+            if s is None and plugin == failed and node["feasible"]:
+                cells.append("error")
+                continue
             cells.append("" if s is None else f"{s['normalized']}x{s['weight']}={s['weighted']}")
-        cells.append(str(node["total"]) if node["feasible"] else "")
+        cells.append(str(node["total"]) if node["feasible"] and not failed else "")
         f = node["filter"]
         cells.append("" if f is None else f"{f['plugin']} ({f['code']}): {'; '.join(f['reasons'])}")
         rows.append(cells)
@@ -213,6 +235,9 @@ def format_table(explanation: dict[str, Any]) -> str:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if explanation["selected"]:
         lines.append(f"selected: {explanation['selected']}  (* marks it; cells are normalized x weight)")
+    elif error:  # a plugin failed: the pod is not unschedulable, it is retried
+        origin, message = error["distribution"], error["message"]
+        lines.append(f"error: {message}" + (f" ({origin})" if origin and origin not in message else ""))
     else:
         lines.append(f"unschedulable: {explanation['message']}")
     for claim, decision in (explanation.get("volumes") or {}).items():

@@ -4,7 +4,9 @@ A distribution exposes an entry point in the group ``scorer`` whose value is
 a module path: in ``pyproject.toml``, ``[project.entry-points.scorer]``
 ``my_plugin = "my_pkg.plugin"`` (setup.cfg: ``[options.entry_points]`` ``scorer =
 my_plugin = my_pkg.plugin``).
-That module implements the hooks below, marked with ``scorer.hookimpl``.
+That module implements the hooks below, marked with ``scorer.hookspecs.hookimpl``
+(a hook this file does not define, or none at all, and the distribution is
+not loaded; see ``scorer.registry``).
 The framework then calls the registered plugin objects directly at each
 extension point (see ``scorer.framework.interface`` for their methods).
 """
@@ -40,6 +42,9 @@ def scorer_register_plugins(registry: PluginRegistry) -> None:
     the plugin has no args type); ``handle`` gives access to the cluster
     cache and the profile.
 
-    Returns: nothing. A name registered twice is an error naming both
-    distributions.
+    Returns: nothing. If it raises, or ``register`` refuses a plugin (a name
+    already taken, no extension point, a method the framework cannot call, an
+    args class scorer cannot convert), none of this distribution's plugins is
+    registered: scorer runs without them and reports why
+    (``registry.failures``, ``scorer plugins``).
     """

@@ -323,8 +323,9 @@ def test_plugins_table_and_load_failures_escaped(capsys, monkeypatch):
     assert code == 0
     assert "Evil\\nForged  scorer  1.0  score\\x1b[8m" in out
     assert not any(line.startswith("Forged") for line in out.splitlines())
-    assert "(failed) bad\\nep  dist\\x1b[31m  1.0  ImportError: no\\nmodule" in out
-    assert err.count("\n") == 1 and "warning: plugin entry point 'bad\\nep' of dist\\x1b[31m" in err
+    assert "dist\\x1b[31m  1.0      --block-plugin bad\\nep  -        ImportError: no\\nmodule" in out
+    assert err.count("\n") == 1
+    assert err.startswith("warning: dist\\x1b[31m 1.0 (entry point bad\\nep) failed to load: ImportError: no\\nmodule;")
     assert "\x1b" not in out + err
 
 

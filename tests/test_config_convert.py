@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 from scorer.config import structure, structure_into, unstructure
+from scorer.config.convert import args_type_problems
 from scorer.errors import ConfigError
 
 
@@ -310,3 +311,106 @@ def test_unknown_field_type_is_a_programming_error():
             structure(Odd, {"value": 1})
     finally:
         del globals()["Odd"]
+
+
+# -- args classes checked when a plugin registers them (args_type_problems) --------------------------
+
+
+class NotAttrs:
+    label = "x"
+
+
+@attrs.frozen
+class SetField:
+    labels: set[str] = attrs.Factory(set)
+
+
+@attrs.frozen
+class BadNested:
+    inner: SetField = SetField()
+    pair: tuple[int, str] = (0, "")
+    either: int | str = 0
+    by_number: dict[int, str] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class ValidateTakesArguments:
+    low: int = 0
+
+    def validate(self, strict):
+        return []
+
+
+@attrs.frozen
+class Unresolvable:
+    value: NoSuchType = None  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_every_supported_type_passes_the_registration_check():
+    for cls in (Sample, WithRequired, Pointerish, Checked, Outer):
+        assert args_type_problems(cls) == [], cls
+
+
+def test_args_classes_scorer_cannot_convert_say_what_is_wrong():
+    assert args_type_problems(NotAttrs) == ["NotAttrs is not an attrs class (decorate it with @attrs.frozen)"]
+    assert args_type_problems({"label": str}) == [
+        "{'label': <class 'str'>} is not an attrs class (decorate it with @attrs.frozen)"]
+    [problem] = args_type_problems(SetField)
+    assert problem.startswith("SetField.labels: unsupported field type set[str] (supported: bool, int, float, str")
+    assert [p.split(" (supported")[0] for p in args_type_problems(BadNested)] == [
+        "BadNested.inner.labels: unsupported field type set[str]",
+        "BadNested.pair: tuple[int, str]: only tuple[X, ...] is supported",
+        "BadNested.either: int | str: unions other than X | None are not supported",
+        "BadNested.by_number: dict[int, str]: only str keys are supported",
+    ]
+    assert args_type_problems(ValidateTakesArguments) == [
+        "ValidateTakesArguments.validate must be a method taking no arguments (it returns a list of (path, "
+        "message) pairs)"]
+    [problem] = args_type_problems(Unresolvable)
+    assert problem.startswith("Unresolvable: its annotations cannot be resolved (NameError: name 'NoSuchType' is "
+                              "not defined")
+
+
+@attrs.frozen
+class CrashingValidate:
+    low: int = 0
+
+    def validate(self):
+        return [("", str(1 / self.low))]
+
+
+@attrs.frozen
+class StringsValidate:
+    low: int = 0
+
+    def validate(self):
+        return "low must be positive" if self.low < 1 else None
+
+
+@attrs.frozen
+class GeneratorValidate:
+    low: int = 0
+
+    def validate(self):
+        if self.low < 1:
+            yield ("low", "must be positive")
+
+
+@attrs.frozen
+class CrashingConstructor:
+    low: int = attrs.field(default=0, converter=lambda value: {}[value])
+
+
+def test_a_validate_that_crashes_or_returns_no_pairs_names_the_class_and_owner():
+    owner = 'plugin "Tier" (scorer-tier 0.2.0)'
+    assert errors_of(CrashingValidate, {}, owner=owner) == [
+        ("args", 'CrashingValidate.validate() of plugin "Tier" (scorer-tier 0.2.0) raised ZeroDivisionError: '
+                 "division by zero")]
+    assert errors_of(StringsValidate, {}, owner=owner) == [
+        ("args", "StringsValidate.validate() of plugin \"Tier\" (scorer-tier 0.2.0) returned 'low must be "
+                 'positive\', expected a list of (path, message) pairs of strings, such as [("weight", "must be in '
+                 '1..100")]')]
+    assert structure(StringsValidate, {"low": 1}) == StringsValidate(1)  # None: no problem
+    assert errors_of(GeneratorValidate, {}) == [("args.low", "must be positive")]
+    assert errors_of(CrashingConstructor, {"low": 3}, owner=owner) == [
+        ("args", 'CrashingConstructor of plugin "Tier" (scorer-tier 0.2.0) cannot be built: KeyError: 3')]

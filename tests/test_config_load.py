@@ -6,6 +6,7 @@ import json
 import textwrap
 from datetime import timedelta
 
+import attrs
 import pytest
 from test_config_catalog import NetworkTrafficArgs, make_catalog
 
@@ -979,7 +980,13 @@ def test_leader_election_checks_only_when_electing():
     assert loaded.leader_election.resource_lock == "endpoints"
 
 
+@attrs.frozen
+class SortArgs:
+    a: int = 0
+
+
 def test_queue_sort_args_must_match_across_profiles():
+    catalog = {**CATALOG, "PrioritySort": attrs.evolve(CATALOG["PrioritySort"], args_type=SortArgs)}
     sort = {"queueSort": {"enabled": [{"name": "PrioritySort"}], "disabled": [{"name": "*"}]}}
     data = config(
         profiles=[
@@ -987,8 +994,19 @@ def test_queue_sort_args_must_match_across_profiles():
             profile(sort, [{"name": "PrioritySort", "args": {"a": 2}}], name="b"),
         ]
     )
-    assert errors_of(data) == [
+    assert errors_of(data, catalog) == [
         ("profiles[1].pluginConfig[0].args", "must be the same for all profiles")
+    ]
+
+
+def test_args_given_to_a_plugin_without_an_args_type_are_refused():
+    data = config(profiles=[profile(plugin_config=[{"name": "PrioritySort", "args": {"a": 1}},
+                                                   {"name": "DefaultBinder", "args": {}},
+                                                   {"name": "NodeName"}])])
+    assert errors_of(data) == [
+        ("profiles[0].pluginConfig[0].args",
+         'plugin "PrioritySort" (test) takes no args: it registers no args_type to check them against; '
+         "remove the args (or, as its author, register an args class)")
     ]
 
 

@@ -1,5 +1,6 @@
 """A third-party plugin distribution, pip-installed with scorer into a fresh
-virtual environment, is discovered through its entry point and scores pods."""
+virtual environment, is discovered through its entry point and scores pods;
+a broken one installed beside it is reported and skipped."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ PYPROJECT = textwrap.dedent('''
     py-modules = ["prefer_label"]
 ''')
 
+# A second distribution with an author's mistake (its plugin class is not given): scorer runs without it.
+BROKEN_PLUGIN = PLUGIN.replace("PreferLabel", "Broken").replace(", plugin_type=Broken", "")
+BROKEN_PYPROJECT = (PYPROJECT.replace("scorer-prefer-label", "scorer-broken").replace("prefer_label", "broken")
+                    .replace("0.3.1", "0.0.1"))
+
 CONFIG = textwrap.dedent('''
     apiVersion: kubescheduler.config.k8s.io/v1
     kind: KubeSchedulerConfiguration
@@ -89,11 +95,15 @@ def test_throwaway_distribution_in_fresh_venv(tmp_path):
     dist.mkdir()
     (dist / "pyproject.toml").write_text(PYPROJECT)
     (dist / "prefer_label.py").write_text(PLUGIN)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "pyproject.toml").write_text(BROKEN_PYPROJECT)
+    (broken / "broken.py").write_text(BROKEN_PLUGIN)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SCORER_DISABLE_PLUGIN_AUTOLOAD")}
-    install = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(REPO), str(dist)],
+    install = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(REPO), str(dist), str(broken)],
                              capture_output=True, text=True, env=env, timeout=900)
     assert install.returncode == 0, install.stderr[-3000:]
     scorer = str(venv / "bin" / "scorer")
@@ -105,6 +115,14 @@ def test_throwaway_distribution_in_fresh_venv(tmp_path):
     assert plugins["PreferLabel"]["distribution"] == "scorer-prefer-label"
     assert plugins["PreferLabel"]["version"] == "0.3.1"
     assert plugins["PreferLabel"]["extensionPoints"] == ["score"]
+    assert "Broken" not in plugins
+    assert listed.stderr == ("warning: scorer-broken 0.0.1 (entry point broken) failed to load: plugin 'Broken' "
+                             "implements no extension point: pass plugin_type=<the plugin's class> to "
+                             "registry.register(), or register the class itself as the factory; scorer runs without "
+                             "its plugins (--block-plugin broken stops loading it)\n")
+    table = subprocess.run([scorer, "plugins"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert table.returncode == 0
+    assert "scorer-broken  0.0.1    --block-plugin broken  Broken   plugin 'Broken' implements" in table.stdout
 
     (tmp_path / "config.yaml").write_text(CONFIG)
     (tmp_path / "cluster.yaml").write_text(CLUSTER)

@@ -30,10 +30,13 @@ class Profile:
     args: dict = attrs.Factory(dict)
 
 
-def framework(*plugins, metrics=None):
-    """A framework running ``plugins`` at every point they implement, in the given order."""
+def framework(*plugins, metrics=None, source="scorer", version=""):
+    """A framework running ``plugins`` at every point they implement, in the given order; they come
+    from the distribution ``source`` (scorer's own by default)."""
     catalog = {
-        p.name: PluginInfo(p.name, lambda args, handle, p=p: p, extension_points_of(p)) for p in plugins
+        p.name: PluginInfo(p.name, lambda args, handle, p=p: p, extension_points_of(p), source=source,
+                           version=version)
+        for p in plugins
     }
     points = {point: tuple(p.name for p in plugins if point in extension_points_of(p)) for point in EXTENSION_POINTS}
     weights = {p.name: 1 for p in plugins if "score" in extension_points_of(p)}
@@ -170,11 +173,11 @@ class WrongResults:
 @pytest.mark.parametrize(
     ("point", "message"),
     [
-        ("PreFilter", 'running PreFilter plugin "Wrong": TypeError: expected a Status or None, got int'),
+        ("PreFilter", 'running PreFilter plugin "Wrong": TypeError: returned int 42, expected a Status or None'),
         ("Filter", 'running Filter plugin "Wrong": TypeError: returned [True], expected a FilterVerdict of 2 nodes'),
-        ("PreScore", 'running PreScore plugin "Wrong": TypeError: expected a Status or None, got str'),
+        ("PreScore", "running PreScore plugin \"Wrong\": TypeError: returned str 'ok', expected a Status or None"),
         ("Score", 'running Score plugin "Wrong": ValueError: returned 3 scores for 2 nodes'),
-        ("Permit", 'running Permit plugin "Wrong": TypeError: expected a Status or None, got str'),
+        ("Permit", "running Permit plugin \"Wrong\": TypeError: returned str 'allow', expected a Status or None"),
     ],
 )
 def test_results_a_point_does_not_accept_are_errors_in_the_same_format(point, message):

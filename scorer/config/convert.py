@@ -38,10 +38,19 @@ turns the ``args`` mapping of the configuration into an instance:
   ``defaulted`` become errors at the object's path.
 * **Validation.** An optional method ``validate(self) -> list[tuple[str, str]]``
   returns ``(relative path, message)`` pairs: ``""`` is the object itself,
-  ``"resources[0].weight"`` a nested field. It runs after defaulting, on
+  ``"resources[0].weight"`` a nested field (None or an empty list: no
+  problem). It runs after defaulting, on
   every attrs object in the tree (a nested class validates itself, its
   parent only checks what spans several fields). Messages should say what
-  was expected: ``must be in 1..100``.
+  was expected: ``must be in 1..100``. A ``validate`` that raises, or returns
+  anything but such pairs, is reported as an error at the object's path
+  naming the plugin (``owner``), as is a constructor that raises anything
+  but TypeError/ValueError.
+* **Checked at registration.** ``args_type_problems(cls)`` lists what keeps
+  a class from being converted (not an attrs class, a field type outside the
+  list above, annotations that cannot be resolved, a ``validate`` that takes
+  arguments); the plugin registry refuses such a plugin
+  (``scorer.registry``), so these never surface while a configuration is read.
 * **Header.** At the top level ``apiVersion`` (any string) and ``kind`` are
   accepted when ``kind`` equals the expected ``<PluginName>Args``.
 
@@ -56,10 +65,11 @@ import base64
 import binascii
 import enum
 import functools
+import inspect
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
@@ -87,27 +97,114 @@ def json_name(attribute: attrs.Attribute) -> str:  # type: ignore[type-arg]
     return attribute.metadata.get("json") or camel_case(attribute.name)
 
 
-def structure(cls: type[T], data: Any, path: str = "", *, kind: str | None = None) -> T:
+def structure(cls: type[T], data: Any, path: str = "", *, kind: str | None = None, owner: str = "") -> T:
     """Convert ``data`` to an instance of the attrs class ``cls``, strictly.
 
     Raises ConfigError listing every problem, each with its path below ``path``.
+    ``owner`` names whose class it is (``plugin "X" (dist 1.0)``) in the errors
+    that are the class's own bugs (a ``validate`` that raises).
     """
     errors: list[tuple[str, str]] = []
-    result = structure_into(cls, data, path, errors, kind=kind)
+    result = structure_into(cls, data, path, errors, kind=kind, owner=owner)
     if errors or result is None:
         raise ConfigError(errors or [(path, "cannot be converted")])
     return result
 
 
 def structure_into(
-    cls: type[T], data: Any, path: str, errors: list[tuple[str, str]], *, kind: str | None = None
+    cls: type[T], data: Any, path: str, errors: list[tuple[str, str]], *, kind: str | None = None,
+    owner: str = "",
 ) -> T | None:
     """Like ``structure`` but append problems to ``errors``; None if no object could be built.
 
     An object may be returned together with errors (its ``validate`` failed).
     """
-    result = _Converter(errors).object(cls, data, path, kind=kind)
+    result = _Converter(errors, owner).object(cls, data, path, kind=kind)
     return None if result is _FAILED else result
+
+
+_SCALARS = (bool, int, float, str, bytes, timedelta)
+_SUPPORTED = ("bool, int, float, str, bytes, datetime.timedelta, Literal[...], an Enum, an attrs class, "
+              "tuple[X, ...], list[X], dict[str, X], X | None, Any")
+
+
+def args_type_problems(cls: Any) -> list[str]:
+    """What keeps ``structure`` from converting into ``cls`` (empty: nothing), each problem
+    naming the field and what is supported; nested attrs classes are checked too."""
+    if not (isinstance(cls, type) and attrs.has(cls)):
+        return [f"{_type_name(cls)} is not an attrs class (decorate it with @attrs.frozen)"]
+    problems: list[str] = []
+    _check_class(cls, cls.__qualname__, problems, set())
+    return problems
+
+
+def _check_class(cls: type, where: str, problems: list[str], seen: set[type]) -> None:
+    if cls in seen:
+        return
+    seen.add(cls)
+    try:
+        fields = _fields_of(cls)
+    except Exception as exc:  # NameError: a forward reference the module does not define
+        problems.append(f"{where}: its annotations cannot be resolved ({type(exc).__name__}: {exc}); define the "
+                        "class and the types it names at module level")
+        return
+    for attribute, tp in fields.values():
+        _check_type(tp, f"{where}.{attribute.name}", problems, seen)
+    validate = getattr(cls, "validate", None)
+    if validate is not None and "validate" not in attrs.fields_dict(cls) and not _validate_callable(cls, validate):
+        problems.append(f"{where}.validate must be a method taking no arguments (it returns a list of "
+                        "(path, message) pairs)")
+
+
+def _validate_callable(cls: type, validate: Any) -> bool:
+    """Whether ``instance.validate()`` can be called (``validate``, looked up on ``cls``): callable,
+    no argument but ``self``."""
+    if not callable(validate):
+        return False
+    # A function in the class body is bound to the instance: ``self`` is passed.
+    arguments = (None,) if inspect.isfunction(inspect.getattr_static(cls, "validate")) else ()
+    try:
+        inspect.signature(validate).bind(*arguments)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read: it is called, and its result checked, when args are read
+        return True
+    return True
+
+
+def _check_type(tp: Any, where: str, problems: list[str], seen: set[type]) -> None:
+    """Every type ``_Converter.value`` accepts passes; anything else is a problem at ``where``."""
+    if tp is Any or tp is object or tp in _SCALARS:
+        return
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        options = [arg for arg in args if arg is not type(None)]
+        if len(options) != 1:
+            problems.append(f"{where}: {_type_name(tp)}: unions other than X | None are not supported")
+            return
+        _check_type(options[0], where, problems, seen)
+    elif origin is Literal:
+        return
+    elif origin in (tuple, list, Sequence):
+        if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
+            problems.append(f"{where}: {_type_name(tp)}: only tuple[X, ...] is supported")
+            return
+        _check_type(args[0] if args else Any, f"{where}[]", problems, seen)
+    elif origin in (dict, Mapping):
+        key_type, item_type = args or (str, Any)
+        if key_type is not str:
+            problems.append(f"{where}: {_type_name(tp)}: only str keys are supported")
+            return
+        _check_type(item_type, f"{where}[]", problems, seen)
+    elif isinstance(tp, type) and attrs.has(tp):
+        _check_class(tp, where, problems, seen)
+    elif not (isinstance(tp, type) and issubclass(tp, enum.Enum)):
+        problems.append(f"{where}: unsupported field type {_type_name(tp)} (supported: {_SUPPORTED})")
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__qualname__ if isinstance(tp, type) and not typing.get_args(tp) else repr(tp)
 
 
 def unstructure(value: Any) -> Any:
@@ -144,6 +241,29 @@ def plain(data: Any) -> Any:
     return data
 
 
+def _pairs(found: Any) -> list[tuple[str, str]] | None:
+    """What ``validate()`` returned as a list of ``(path, message)`` pairs (None: no problem);
+    None when it is anything else (a string, a list of strings ...)."""
+    if found is None:
+        return []
+    if isinstance(found, (str, bytes, Mapping)) or not isinstance(found, Iterable):
+        return None
+    pairs = list(found)
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str)):
+            return None
+    return pairs
+
+
+def _raised(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _truncated(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _default_is_empty(attribute: attrs.Attribute) -> bool:  # type: ignore[type-arg]
     default: Any = attribute.default
     if default is attrs.NOTHING:
@@ -166,9 +286,10 @@ def _fields_of(cls: type) -> dict[str, tuple[attrs.Attribute, Any]]:  # type: ig
 
 
 class _Converter:
-    def __init__(self, errors: list[tuple[str, str]]) -> None:
+    def __init__(self, errors: list[tuple[str, str]], owner: str = "") -> None:
         self.errors = errors
         self.failures = 0
+        self.owner = f" of {owner}" if owner else ""
 
     def fail(self, path: str, message: str) -> Any:
         """Record a conversion error (validation messages are appended directly)."""
@@ -216,11 +337,29 @@ class _Converter:
             obj = factory(**kwargs)
         except (TypeError, ValueError) as exc:
             return self.fail(path, str(exc))
+        except Exception as exc:  # a bug in the args class: name it, and whose it is
+            return self.fail(path, f"{cls.__qualname__}{self.owner} cannot be built: {_raised(exc)}")
         validate = getattr(obj, "validate", None)
         if callable(validate):
-            for relative, message in validate():
-                self.errors.append((join_path(path, relative), message))
+            self.validated(obj, validate, path)
         return obj
+
+    def validated(self, obj: Any, validate: Any, path: str) -> None:
+        """The errors ``obj.validate()`` returns, at their paths below ``path``; a ``validate`` that
+        raises or returns anything but ``(path, message)`` pairs is an error naming the class and owner."""
+        name = f"{type(obj).__qualname__}.validate(){self.owner}"
+        try:
+            found = validate()
+            pairs = _pairs(found)  # (a generator's code runs here)
+        except Exception as exc:
+            self.fail(path, f"{name} raised {_raised(exc)}")
+            return
+        if pairs is None:
+            self.fail(path, f"{name} returned {_truncated(found)}, expected a list of (path, message) pairs "
+                            'of strings, such as [("weight", "must be in 1..100")]')
+            return
+        for relative, message in pairs:
+            self.errors.append((join_path(path, relative), message))
 
     def value(self, tp: Any, data: Any, path: str, metadata: Mapping[str, Any]) -> Any:
         if tp is Any or tp is object:

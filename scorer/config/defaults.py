@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import attrs
 
 from scorer.config.types import V1, V1BETA1, V1BETA2, V1BETA3, PluginRef, Plugins, PluginSet
-from scorer.framework.catalog import PluginInfo
+from scorer.framework.catalog import PluginCatalog, PluginInfo
 from scorer.inputs.describe import quote
 
 _MAX_LISTED_PLUGINS = 12
@@ -259,7 +259,13 @@ FIT = "NodeResourcesFit"
 
 
 def missing_plugin_message(name: str, catalog: Mapping[str, PluginInfo]) -> str:
-    """Why a plugin name the user wrote cannot be used: removed, not implemented, or unknown."""
+    """Why a plugin name the user wrote cannot be used: its distribution failed to load, or
+    it was removed, is not implemented, or is unknown (then the distributions that failed to
+    load are named: one of them may be the one that provides it)."""
+    failures = catalog.failures if isinstance(catalog, PluginCatalog) else ()
+    failed = next((failure for failure in failures if name in failure.plugins), None)
+    if failed is not None:
+        return f'plugin "{name}" is not available: {failed.describe()}'
     if name in REMOVED_PLUGINS:
         return REMOVED_PLUGINS[name].message()
     if name in KUBE_PLUGINS:
@@ -271,4 +277,12 @@ def missing_plugin_message(name: str, catalog: Mapping[str, PluginInfo]) -> str:
         available = 'run "scorer plugins" to list the installed plugins'
     else:
         available = "installed: " + ", ".join(names)
+    if failures:
+        available += "; " + "; ".join(failure.describe() for failure in failures)
     return f"unknown plugin {quote(name)}; {available}"
+
+
+def no_args_message(info: PluginInfo) -> str:
+    """Why ``pluginConfig[].args`` given to a plugin without an args type are refused."""
+    return (f"{info.describe()} takes no args: it registers no args_type to check them against; "
+            "remove the args (or, as its author, register an args class)")

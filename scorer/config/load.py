@@ -28,6 +28,7 @@ from scorer.config.defaults import (
     REMOVED_PLUGINS,
     default_plugins,
     missing_plugin_message,
+    no_args_message,
 )
 from scorer.config.legacy import LEGACY_ARGS, RequestedToCapacityRatioArgs, scoring_strategy
 from scorer.config.resolve import resolve_profiles
@@ -653,7 +654,7 @@ class _Decoder:
                 continue
             data = {"scoringStrategy": strategy} if name == FIT and strategy else {}
             errors: list[tuple[str, str]] = []
-            args = structure_into(info.args_type, data, "", errors, kind=f"{name}Args")
+            args = structure_into(info.args_type, data, "", errors, kind=f"{name}Args", owner=info.describe())
             for sub, message in errors:
                 self.error(
                     f"{path}.pluginConfig",
@@ -671,7 +672,10 @@ class _Decoder:
             return None  # already folded into NodeResourcesFit's args
         if info is not None:
             if info.args_type is None:
-                return PluginConfig(name, plain(raw))
+                if raw is None or raw == {}:
+                    return PluginConfig(name, None)
+                self.error(f"{path}.args", no_args_message(info))
+                return None
             if name == FIT and self.version == V1BETA1:
                 if isinstance(raw, Mapping) and "scoringStrategy" in raw:
                     self._not_in_version(f"{path}.args.scoringStrategy", _V1BETA2_AND_LATER)
@@ -679,7 +683,7 @@ class _Decoder:
                 if strategy and (raw is None or isinstance(raw, Mapping)):
                     raw = {**(raw or {}), "scoringStrategy": strategy}
             args = structure_into(
-                info.args_type, raw, f"{path}.args", self.errors, kind=f"{name}Args"
+                info.args_type, raw, f"{path}.args", self.errors, kind=f"{name}Args", owner=info.describe()
             )
             return PluginConfig(name, args)
         if name in REMOVED_PLUGINS:

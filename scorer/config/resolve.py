@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scorer.config.convert import structure_into
-from scorer.config.defaults import missing_plugin_message
+from scorer.config.defaults import missing_plugin_message, no_args_message
 from scorer.config.types import PluginRef, Profile, ResolvedProfile, SchedulerConfig
 from scorer.errors import ConfigError
 from scorer.framework.catalog import EXTENSION_POINTS, PluginInfo
@@ -212,14 +212,20 @@ class _Resolver:
                 (None, None),
             )
             args_type = info.args_type
-            if args_type is not None and not isinstance(args, args_type):
-                # a Profile built in code may hold raw args, or none at all
-                path = (
-                    f"{self.path}.pluginConfig[{index}].args"
-                    if index is not None
-                    else f"{self.path}.pluginConfig"
+            # a Profile built in code may hold raw args, or none at all
+            path = (
+                f"{self.path}.pluginConfig[{index}].args"
+                if index is not None
+                else f"{self.path}.pluginConfig"
+            )
+            if args_type is None:
+                if args is not None and args != {}:
+                    self.errors.append((path, no_args_message(info)))
+                args = None
+            elif not isinstance(args, args_type):
+                args = structure_into(
+                    args_type, args, path, self.errors, kind=f"{name}Args", owner=info.describe()
                 )
-                args = structure_into(args_type, args, path, self.errors, kind=f"{name}Args")
             out[name] = args
         return out
 

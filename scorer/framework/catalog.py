@@ -2,14 +2,18 @@
 and the registry plugin modules register into.
 
 This is data only. The pluggy plugin manager that fills it (built-ins, then
-entry points) is the composition root in ``scorer.registry``. The
-configuration layer reads the catalog as ``Mapping[str, PluginInfo]``.
+entry points) is the composition root in ``scorer.registry``. A distribution
+registers all or nothing (``PluginRegistry.load``): when its registration
+fails, none of its plugins is kept and a ``LoadFailure`` says why. The
+configuration layer reads the catalog as ``Mapping[str, PluginInfo]``; a
+``PluginCatalog`` also carries the failures, so a profile that enables a
+plugin of a broken distribution is told which one and why.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -51,6 +55,15 @@ class PluginInfo:
     args_type: type | None = None
     source: str = "scorer"
     version: str = ""
+
+    @property
+    def origin(self) -> str:
+        """Where the plugin comes from, as messages name it: ``scorer-prefer-label 0.3.1``, ``scorer``."""
+        return describe_origin(self.source, self.version)
+
+    def describe(self) -> str:
+        """``plugin "PreferLabel" (scorer-prefer-label 0.3.1)``: how errors name the plugin."""
+        return f'plugin "{self.name}" ({self.origin})'
 
 
 # The Protocols of each extension point (``scorer.framework.interface``). A plugin
@@ -123,12 +136,39 @@ def check_plugin_type(name: str, plugin_type: type) -> frozenset[str]:
 
 @attrs.frozen(slots=True)
 class LoadFailure:
-    """An entry point that could not be loaded: recorded, never fatal."""
+    """An entry point (a distribution's plugins) that could not be loaded: recorded, never fatal.
+
+    ``entry_point`` is the name ``--block-plugin`` takes; ``plugins`` the names it
+    registered or tried to before it failed (none when it could not be imported);
+    ``error`` says why, on one line.
+    """
 
     entry_point: str
     distribution: str
     version: str
     error: str
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def origin(self) -> str:
+        return describe_origin(self.distribution, self.version)
+
+    def describe(self) -> str:
+        """``scorer-bad 0.1.0 (entry point bad) failed to load: <error>``."""
+        return f"{self.origin} (entry point {self.entry_point}) failed to load: {self.error}"
+
+
+class PluginCatalog(dict[str, PluginInfo]):
+    """The registered plugins by name, and the distributions that failed to load (``failures``)."""
+
+    def __init__(self, plugins: Mapping[str, PluginInfo] | None = None,
+                 failures: Iterable[LoadFailure] = ()) -> None:
+        super().__init__(plugins or {})
+        self.failures: tuple[LoadFailure, ...] = tuple(failures)
+
+    def failure_of(self, name: str) -> LoadFailure | None:
+        """The failure of the distribution that registered (or tried to register) plugin ``name``."""
+        return next((failure for failure in self.failures if name in failure.plugins), None)
 
 
 class PluginRegistry:
@@ -138,6 +178,8 @@ class PluginRegistry:
     called as ``factory(args, handle)`` when a profile enables the plugin
     (``args`` is the converted ``args_type`` instance, or None). When
     ``factory`` is the plugin class itself, ``plugin_type`` may be omitted.
+    A mistake raises PluginError naming the plugin; ``load`` turns it into a
+    LoadFailure of the distribution.
     """
 
     def __init__(self) -> None:
@@ -145,6 +187,7 @@ class PluginRegistry:
         self.failures: list[LoadFailure] = []
         self._source = "scorer"
         self._version = ""
+        self._attempted: list[str] = []  # the names the distribution being loaded registered or tried to
 
     def register(
         self,
@@ -155,23 +198,24 @@ class PluginRegistry:
         plugin_type: type | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise PluginError(f"{self._source}: plugin name must be a non-empty string, got {name!r}")
+            raise PluginError(f"plugin name must be a non-empty string, got {name!r}")
+        self._attempted.append(name)
         if not callable(factory):
-            raise PluginError(f"{self._source}: factory of plugin {name!r} is not callable")
+            raise PluginError(f"factory of plugin {name!r} is not callable")
         existing = self.plugins.get(name)
         if existing is not None:
-            raise PluginError(
-                f"plugin {name!r} is registered twice: by {_describe(existing.source, existing.version)}"
-                f" and by {_describe(self._source, self._version)}"
-            )
+            raise PluginError(f"plugin {name!r} is already registered by {existing.origin}: plugin names are "
+                              "unique; rename yours")
         kind = plugin_type if plugin_type is not None else factory
         if plugin_type is not None and not isinstance(plugin_type, type):
-            raise PluginError(f"{self._source}: plugin_type of plugin {name!r} must be a class, got {plugin_type!r}")
-        points = check_plugin_type(f"{self._source}: plugin {name!r}", kind) if isinstance(kind, type) else frozenset()
+            raise PluginError(f"plugin_type of plugin {name!r} must be a class, got {plugin_type!r}")
+        if args_type is not None and not isinstance(args_type, type):
+            raise PluginError(f"args_type of plugin {name!r} must be a class, got {args_type!r}")
+        points = check_plugin_type(f"plugin {name!r}", kind) if isinstance(kind, type) else frozenset()
         if not points:
             raise PluginError(
-                f"{self._source}: plugin {name!r} implements no extension point; pass plugin_type="
-                " or register the plugin class itself"
+                f"plugin {name!r} implements no extension point: pass plugin_type=<the plugin's class> to"
+                " registry.register(), or register the class itself as the factory"
             )
         self.plugins[name] = PluginInfo(
             name=name,
@@ -182,11 +226,54 @@ class PluginRegistry:
             version=self._version,
         )
 
-    def catalog(self) -> dict[str, PluginInfo]:
-        return dict(self.plugins)
+    def load(self, entry_point: str, distribution: str, version: str, register: Callable[[PluginRegistry], object],
+             check: Callable[[PluginInfo], None] | None = None, *, isolate: bool = True) -> bool:
+        """Register one distribution's plugins, all or nothing; returns whether it loaded.
+
+        ``register(self)`` calls ``register`` for each of its plugins; ``check``, when given,
+        checks each plugin it added (raising PluginError). If either raises, nothing the
+        distribution registered is kept and a LoadFailure is recorded with the reason
+        (``isolate=False``, for scorer's own plugins: the exception propagates).
+        """
+        before = dict(self.plugins)
+        self._source, self._version, self._attempted = distribution, version, []
+        try:
+            register(self)
+            for name in self.plugins.keys() - before.keys():
+                if check is not None:
+                    check(self.plugins[name])
+        except (Exception, SystemExit) as exc:  # a broken plugin must not take scorer down
+            if not isolate:
+                raise
+            self.plugins = before
+            reason = failure_reason(exc)
+            if not isinstance(exc, PluginError):
+                reason = f"scorer_register_plugins raised {reason}"
+            self.fail(entry_point, distribution, version, reason, self._attempted)
+            return False
+        finally:
+            self._source, self._version = "scorer", ""
+        return True
+
+    def fail(self, entry_point: str, distribution: str, version: str, error: str,
+             plugins: Iterable[str] = ()) -> None:
+        """Record a distribution that could not be loaded."""
+        self.failures.append(LoadFailure(entry_point, distribution, version, error, tuple(dict.fromkeys(plugins))))
+
+    def catalog(self) -> PluginCatalog:
+        return PluginCatalog(self.plugins, self.failures)
 
 
-def _describe(source: str, version: str) -> str:
+def failure_reason(exc: BaseException) -> str:
+    """Why a distribution failed, on one line: a PluginError's message, else the exception raised."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if isinstance(exc, PluginError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def describe_origin(source: str, version: str) -> str:
+    """``scorer-prefer-label 0.3.1``: a distribution and its version, as messages name it."""
     return f"{source} {version}".strip()
 
 

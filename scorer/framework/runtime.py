@@ -3,8 +3,11 @@
 Every plugin call goes through ``Framework._call`` (``_call_async`` at the
 binding points, whose plugins may be async): a plugin that raises, or
 returns what its extension point does not accept, becomes an Error status
-``running <Point> plugin "<name>": <ExcType>: <message>`` naming the plugin,
-so the scheduler keeps running. Filter and Score accept both plugin styles
+``running <Point> plugin "<name>" (<distribution> <version>): <ExcType>:
+<message>`` naming the plugin (``scorer.framework.plugincalls``: the results
+checked per point, the message, the traceback under ``SCORER_DEBUG``), so the
+scheduler keeps running. QueueSort, PreEnqueue and PostBind errors, which no
+cycle reports, are logged. Filter and Score accept both plugin styles
 (vectorized or per node) and present both as vectorized to the scheduling
 algorithm.
 
@@ -34,15 +37,11 @@ import attrs
 import numpy as np
 
 from scorer.cache import ClusterCache
-from scorer.errors import PluginError
+from scorer.errors import PluginError, debug_enabled
 from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
 from scorer.framework.interface import (
-    BatchFilterPlugin,
-    BatchScorePlugin,
     FilterPlugin,
-    NodeFilterPlugin,
-    NodeScorePlugin,
     PermitPlugin,
     Plugin,
     PostFilterPlugin,
@@ -55,6 +54,19 @@ from scorer.framework.interface import (
     ScoreExtensions,
     ScorePlugin,
 )
+from scorer.framework.plugincalls import (
+    Convert,
+    filter_call,
+    plugin_failed,
+    score_call,
+    to_normalized,
+    to_permit,
+    to_post_filter,
+    to_pre_filter,
+    to_scores,
+    to_status,
+    to_verdict,
+)
 from scorer.framework.profile import FrameworkProfile
 from scorer.framework.status import SUCCESS, Code, Status
 from scorer.framework.types import (
@@ -62,10 +74,10 @@ from scorer.framework.types import (
     MIN_NODE_SCORE,
     FilterVerdict,
     NodeBatch,
-    PreFilterResult,
     QueuedPodInfo,
     severity_level,
 )
+from scorer.logsummary import RepeatLog
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.sources.hub import SourceHub
@@ -79,6 +91,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 # Extension point names, as kube-scheduler's metrics and messages spell them.
+QUEUE_SORT = "QueueSort"
 PRE_ENQUEUE = "PreEnqueue"
 PRE_FILTER = "PreFilter"
 FILTER = "Filter"
@@ -327,11 +340,6 @@ class ScoreOutcome:
     error: Status | None = None
 
 
-# A plugin method's result -> (value, status); raises TypeError/ValueError for a result
-# its extension point does not accept. Called with the plugin name and the call's args.
-Convert = Callable[[Any, str, tuple[Any, ...]], tuple[T, Status]]
-
-
 def _extension_point(
     point: str, key: str, status_of: Callable[[Any], Status]
 ) -> Callable[[Callable[Concatenate[Framework, P], R]], Callable[Concatenate[Framework, P], R]]:
@@ -368,13 +376,19 @@ class Framework:
             handle.framework = self
         self.plugins: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
+        # The distribution of every plugin not scorer's own, for the messages of its failures.
+        self.origins: dict[str, str] = {}
+        self._repeats = RepeatLog(logger)
         for point, names in profile.points.items():
             instances = []
             for name in names:
                 plugin = self.plugins.get(name)
                 if plugin is None:
-                    plugin = self._build(name, catalog[name], profile.args.get(name), handle)
+                    info = catalog[name]
+                    plugin = self._build(name, info, profile.args.get(name), handle)
                     self.plugins[name] = plugin
+                    if info.source != "scorer":
+                        self.origins[name] = info.origin
                 if point not in extension_points_of(plugin):
                     raise PluginError(f'plugin "{name}" does not implement extension point {point}')
                 instances.append(plugin)
@@ -394,9 +408,9 @@ class Framework:
         self.reserve_plugins = cast(list[ReservePlugin], self.points.get("reserve", []))
         self.permit_plugins = cast(list[PermitPlugin], self.points.get("permit", []))
         # Both styles as one vectorized call per plugin (the per-node ones adapted).
-        self._filters = [(plugin, _filter_call(plugin)) for plugin in self.filter_plugins]
+        self._filters = [(plugin, filter_call(plugin)) for plugin in self.filter_plugins]
         self._scores = [
-            (plugin, _score_call(plugin), plugin.normalize_score if isinstance(plugin, ScoreExtensions) else None)
+            (plugin, score_call(plugin), plugin.normalize_score if isinstance(plugin, ScoreExtensions) else None)
             for plugin in self.score_plugins
         ]
 
@@ -405,7 +419,10 @@ class Framework:
         try:
             plugin = info.factory(args, handle)
         except Exception as exc:
-            raise PluginError(f'plugin "{name}" ({info.source}) failed to initialize: {exc}') from exc
+            message = f"{info.describe()} failed to initialize: {exc}"
+            if debug_enabled():
+                logger.error("%s", message, exc_info=exc)
+            raise PluginError(message) from exc
         if getattr(plugin, "name", None) != name:
             try:
                 plugin.name = name
@@ -422,7 +439,7 @@ class Framework:
         try:
             value, status = convert(fn(*args), plugin.name, args)
         except Exception as exc:
-            value, status = None, _raised(point, plugin.name, exc)
+            value, status = None, plugin_failed(point, plugin.name, self.origins.get(plugin.name, ""), exc)
         if sampled:
             self._observe_plugin(plugin.name, point, status, start)
         return value, status
@@ -433,9 +450,9 @@ class Framework:
         start = time.perf_counter() if sampled else 0.0
         try:
             result = fn(*args)
-            _, status = _to_status(await result if inspect.isawaitable(result) else result, plugin.name, args)
+            _, status = to_status(await result if inspect.isawaitable(result) else result, plugin.name, args)
         except Exception as exc:
-            status = _raised(point, plugin.name, exc)
+            status = plugin_failed(point, plugin.name, self.origins.get(plugin.name, ""), exc)
         if sampled:
             self._observe_plugin(plugin.name, point, status, start)
         return status
@@ -452,15 +469,36 @@ class Framework:
         return {point: [p.name for p in plugins] for point, plugins in self.points.items()}
 
     # -- queue -----------------------------------------------------------------
+    def sort_function(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        """What the queue orders pods with: scorer's own queueSort plugin's ``less`` itself (the
+        queue calls it ~20 times per pop); for another distribution's, ``less``, which logs a
+        plugin that raises."""
+        if self.queue_sort is not None and self.queue_sort.name not in self.origins:
+            return self.queue_sort.less
+        return self.less
+
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        if self.queue_sort is None:
+        """The queueSort plugin's Less; one that raises is logged (once per 30 s, with a count) and
+        the two pods are taken as equal, so the queue keeps working."""
+        plugin = self.queue_sort
+        if plugin is None:
             raise PluginError(f'profile "{self.profile_name}" has no queueSort plugin')
-        return bool(self.queue_sort.less(a, b))
+        try:
+            return bool(plugin.less(a, b))
+        except Exception as exc:
+            status = plugin_failed(QUEUE_SORT, plugin.name, self.origins.get(plugin.name, ""), exc)
+            self._repeats.error(f"queueSort {plugin.name}", "%s (pods %s and %s taken as equal)", status.message(),
+                                a.pod.key, b.pod.key)
+            return False
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
+        """PreEnqueue plugins in order; the first that does not admit the pod gates it. An Error
+        (the plugin raised) is also logged: no cycle runs for a gated pod to report it."""
         for plugin in self.pre_enqueue_plugins:
-            _, status = self._call(PRE_ENQUEUE, plugin, False, plugin.pre_enqueue, (pod,), _to_status)
+            _, status = self._call(PRE_ENQUEUE, plugin, False, plugin.pre_enqueue, (pod,), to_status)
             if not status.is_success():
+                if status.code == Code.ERROR:
+                    logger.error("%s (pod %s stays gated until it changes)", status.message(), pod.key)
                 return status
         return SUCCESS
 
@@ -479,7 +517,7 @@ class Framework:
         allowed: frozenset[str] | None = None
         for plugin in self.pre_filter_plugins:
             names, status = self._call(PRE_FILTER, plugin, sampled, plugin.pre_filter, (state, pod, batch),
-                                       _to_pre_filter)
+                                       to_pre_filter)
             if names is not None:
                 state.narrowed_by.append(plugin.name)
                 allowed = names if allowed is None else allowed & names
@@ -512,7 +550,7 @@ class Framework:
                 continue
             if positions is not None and not len(positions):
                 break
-            verdict, status = self._call(FILTER, plugin, sampled, call, (state, pod, batch), _to_verdict)
+            verdict, status = self._call(FILTER, plugin, sampled, call, (state, pod, batch), to_verdict)
             if status is not SUCCESS and not status.is_success():
                 return FilterOutcome(alive, tuple(records), status)
             if verdict is None or not verdict.reasons:  # a verdict rejects a node only with a reason
@@ -633,7 +671,7 @@ class Framework:
                        node: NodeInfo) -> Status:
         for plugin in self.active_pre_filter_extensions(state):
             _, status = self._call(PRE_FILTER_EXTENSION + what, plugin, False, getattr(plugin, method),
-                                   (state, pod, other, node), _to_status)
+                                   (state, pod, other, node), to_status)
             if not status.is_success():
                 return Status.error(f'error while running {what} for plugin "{plugin.name}" while scheduling '
                                     f'pod "{pod.key}": {status.message()}', plugin.name)
@@ -645,7 +683,7 @@ class Framework:
         messages = []
         for plugin in self.post_filter_plugins:
             node, status = self._call(POST_FILTER, plugin, state.record_plugin_metrics, plugin.post_filter,
-                                      (state, pod, statuses), _to_post_filter)
+                                      (state, pod, statuses), to_post_filter)
             if status.is_success():
                 return node, status.with_plugin(plugin.name)
             if status.code == Code.ERROR:
@@ -659,7 +697,7 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> Status:
         sampled = state.record_plugin_metrics
         for plugin in self.pre_score_plugins:
-            _, status = self._call(PRE_SCORE, plugin, sampled, plugin.pre_score, (state, pod, batch), _to_status)
+            _, status = self._call(PRE_SCORE, plugin, sampled, plugin.pre_score, (state, pod, batch), to_status)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
@@ -680,11 +718,11 @@ class Framework:
         for plugin, call, normalize in self._scores:
             if plugin.name in skipped:
                 continue
-            raw, status = self._call(SCORE, plugin, sampled, call, (state, pod, batch), _to_scores)
+            raw, status = self._call(SCORE, plugin, sampled, call, (state, pod, batch), to_scores)
             normalized = raw
             if raw is not None and normalize is not None:
                 normalized, status = self._call(NORMALIZE_SCORE, plugin, sampled, normalize,
-                                                (state, pod, raw.copy()), _to_normalized)
+                                                (state, pod, raw.copy()), to_normalized)
             if raw is None or normalized is None:
                 return self._score_outcome(results, totals, highest, batch, status)
             if len(normalized) != size:
@@ -725,7 +763,7 @@ class Framework:
     def run_reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
         sampled = state.record_plugin_metrics
         for plugin in self.reserve_plugins:
-            _, status = self._call(RESERVE, plugin, sampled, plugin.reserve, (state, pod, node), _to_status)
+            _, status = self._call(RESERVE, plugin, sampled, plugin.reserve, (state, pod, node), to_status)
             if not status.is_success():
                 return status
         return SUCCESS
@@ -739,7 +777,7 @@ class Framework:
             unreserve = getattr(plugin, "unreserve", None)
             if unreserve is None:
                 continue
-            _, status = self._call(UNRESERVE, plugin, sampled, unreserve, (state, pod, node), _to_status)
+            _, status = self._call(UNRESERVE, plugin, sampled, unreserve, (state, pod, node), to_status)
             if not status.is_success():
                 logger.error("%s (pod %s, node %s)", status.message(), pod.key, node)
 
@@ -751,7 +789,7 @@ class Framework:
         wait: float | None = None
         waiting: set[str] = set()
         for plugin in self.permit_plugins:
-            timeout, status = self._call(PERMIT, plugin, sampled, plugin.permit, (state, pod, node), _to_permit)
+            timeout, status = self._call(PERMIT, plugin, sampled, plugin.permit, (state, pod, node), to_permit)
             if status.code == Code.WAIT:
                 timeout = timeout or 0.0
                 wait = timeout if wait is None else min(wait, timeout)
@@ -771,7 +809,10 @@ class Framework:
         return await self._run_binding(BIND, "bind", "bind", state, pod, node, first_success=True)
 
     async def run_post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
-        await self._run_binding(POST_BIND, "postBind", "post_bind", state, pod, node)
+        """PostBind plugins (informational: the pod is bound); one that fails is logged."""
+        status = await self._run_binding(POST_BIND, "postBind", "post_bind", state, pod, node)
+        if not status.is_success():
+            logger.error("%s (pod %s, node %s)", status.message(), pod.key, node)
 
     async def _run_binding(self, point: str, key: str, method: str, state: CycleState, pod: Pod, node: str,
                            *, first_success: bool = False) -> Status:
@@ -794,111 +835,3 @@ class Framework:
         if metrics is not None:
             metrics.observe_extension_point(point, outcome.code.label, self.profile_name, time.perf_counter() - start)
         return outcome
-
-
-# -- what plugins return, per extension point -------------------------------------------
-
-
-def _raised(point: str, plugin: str, exc: Exception) -> Status:
-    """The one message of a failed plugin call."""
-    return Status.error(f'running {point} plugin "{plugin}": {type(exc).__name__}: {exc}', plugin)
-
-
-def _to_status(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[None, Status]:
-    if result is None:
-        return None, SUCCESS
-    if isinstance(result, Status):
-        return None, result.with_plugin(plugin)
-    raise TypeError(f"expected a Status or None, got {type(result).__name__}")
-
-
-def _to_pre_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[frozenset[str] | None, Status]:
-    if isinstance(result, PreFilterResult):
-        return result.node_names, result.status.with_plugin(plugin)
-    return _to_status(result, plugin, args)
-
-
-def _to_verdict(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[FilterVerdict | None, Status]:
-    """A verdict over the batch (``args[2]``); one that rejects a node with Error fails the call."""
-    if result is None:
-        return None, SUCCESS
-    size = len(args[2])
-    if not isinstance(result, FilterVerdict) or result.size != size:
-        raise TypeError(f"returned {result!r}, expected a FilterVerdict of {size} nodes")
-    error = result.first_error(plugin)
-    return result, error if error is not None else SUCCESS
-
-
-def _to_post_filter(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[str | None, Status]:
-    node, status = result if isinstance(result, tuple) else (None, result)
-    return node, _to_status(status, plugin, args)[1]
-
-
-_INT64 = np.dtype(np.int64)
-
-
-def _int64_vector(result: Any) -> np.ndarray:
-    """``result`` as a 1-D int64 array; what vectorized plugins return is taken as is."""
-    if type(result) is np.ndarray and result.dtype is _INT64 and result.ndim == 1:
-        return result
-    return np.asarray(result, dtype=np.int64).reshape(-1)
-
-
-def _to_scores(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
-    scores = _int64_vector(result)
-    size = len(args[2])
-    if len(scores) != size:
-        raise ValueError(f"returned {len(scores)} scores for {size} nodes")
-    return scores, SUCCESS
-
-
-def _to_normalized(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[np.ndarray, Status]:
-    """NormalizeScore returns the new scores, or None after changing them in place (``args[2]``)."""
-    if result is None:
-        return args[2], SUCCESS
-    return _int64_vector(result), SUCCESS
-
-
-def _to_permit(result: Any, plugin: str, args: tuple[Any, ...]) -> tuple[float, Status]:
-    timeout = 0.0
-    if isinstance(result, tuple):
-        result, timeout = result
-    return float(timeout), _to_status(result, plugin, args)[1]
-
-
-def _filter_call(plugin: FilterPlugin) -> Callable[[CycleState, Pod, NodeBatch], FilterVerdict | None]:
-    """The plugin's Filter as one call over a batch: ``filter_batch``, or ``filter`` per node."""
-    if isinstance(plugin, BatchFilterPlugin):
-        return plugin.filter_batch
-    node_filter = cast(NodeFilterPlugin, plugin)
-
-    def filter_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> FilterVerdict:
-        verdict = FilterVerdict(len(batch))
-        for i, info in enumerate(batch.node_infos()):
-            _, status = _to_status(node_filter.filter(state, pod, info), plugin.name, ())
-            if not status.is_success() and not status.is_skip():
-                verdict.reject_one(i, status)
-        return verdict
-
-    return filter_nodes
-
-
-def _score_call(plugin: ScorePlugin) -> Callable[[CycleState, Pod, NodeBatch], Any]:
-    """The plugin's Score as one call over a batch: ``score_batch``, or ``score`` per node."""
-    if isinstance(plugin, BatchScorePlugin):
-        return plugin.score_batch
-    node_score = cast(NodeScorePlugin, plugin)
-
-    def score_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> np.ndarray:
-        scores = np.zeros(len(batch), dtype=np.int64)
-        for i, info in enumerate(batch.node_infos()):
-            result = node_score.score(state, pod, info)
-            value, status = result if isinstance(result, tuple) else (result, None)
-            if status is not None and not status.is_success():
-                raise ValueError(f'node "{info.name}": {status.code.label}: {status.message()}')
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f'returned {value!r} for node "{info.name}", expected an int')
-            scores[i] = int(value)
-        return scores
-
-    return score_nodes

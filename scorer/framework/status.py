@@ -49,12 +49,35 @@ _LABELS = {
 _REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
 
 
+def _reasons(value: object) -> tuple[str, ...]:
+    """A Status's reasons as a tuple of strings: one string is one reason (``Status(Code.UNSCHEDULABLE,
+    "no tier label")``), never split into characters; anything but strings is a TypeError."""
+    if type(value) is tuple:
+        for reason in value:
+            if type(reason) is not str:
+                break
+        else:
+            return value
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"Status reasons must be a string or a tuple of strings, got {type(value).__name__}")
+    reasons = tuple(value)
+    for reason in reasons:
+        if not isinstance(reason, str):
+            raise TypeError(f"Status reasons must be strings, got {type(reason).__name__} {reason!r}")
+    return reasons
+
+
 @attrs.frozen(slots=True)
 class Status:
-    """Result of one plugin call. ``plugin`` names the plugin that produced it."""
+    """Result of one plugin call. ``plugin`` names the plugin that produced it.
+
+    ``reasons`` are strings; a single string is taken as one reason.
+    """
 
     code: Code = Code.SUCCESS
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = attrs.field(default=(), converter=_reasons)
     plugin: str = ""
 
     @classmethod
