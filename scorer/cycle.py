@@ -99,7 +99,8 @@ class ScheduleResult:
 
     @property
     def feasible_rows(self) -> np.ndarray:
-        return self.rows[self.feasible_positions]
+        rows: np.ndarray = self.rows[self.feasible_positions]
+        return rows
 
     def node_statuses(self, table: Any) -> dict[str, Status]:
         """Status of every rejected node that was evaluated, by node name."""

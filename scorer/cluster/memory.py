@@ -97,6 +97,7 @@ from scorer.state.volumes import resource_version_number
 
 Workload = SelectorOwner | PodDisruptionBudget
 _S = TypeVar("_S")
+_Versioned = TypeVar("_Versioned", PersistentVolume, PersistentVolumeClaim)
 _STORAGE_TYPES = (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # In-tree provisioners whose PVs the CSI translation knows (PersistentVolume.in_tree).
@@ -321,7 +322,7 @@ class InMemoryCluster:
         self.sync_volumes()
         return written
 
-    def _current(self, given: Any, current: Any, what: str) -> Any:
+    def _current(self, given: _Versioned, current: _Versioned | None, what: str) -> _Versioned:
         if current is None or (given.uid and current.uid != given.uid):
             raise UpdateConflict(f"{what} not found")
         if given.resource_version != current.resource_version:
@@ -510,5 +511,5 @@ def _first_sync(obj: _S) -> _S:
     """The PersistentVolume controller's first sync of a volume: one without a claimRef whose phase is
     unset or Pending becomes Available (other objects as they are)."""
     if isinstance(obj, PersistentVolume) and obj.claim_ref is None and obj.phase in ("", "Pending"):
-        return attrs.evolve(obj, phase="Available")  # type: ignore[return-value]  # _S is PersistentVolume
+        return attrs.evolve(obj, phase="Available")
     return obj

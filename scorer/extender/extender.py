@@ -158,7 +158,7 @@ class Extender:
             if outcome.error is not None:
                 _raise_error(outcome.error, "Score")
             total_weight = sum(plugin.weight for plugin in outcome.plugins)
-            scores = extender_scores(outcome.totals, total_weight).tolist()
+            scores: list[int] = extender_scores(outcome.totals, total_weight).tolist()
             if len(scores) == len(args.node_names) and self.decisions is None:  # every node known
                 return scores
             by_name = dict(zip(known, scores, strict=True))

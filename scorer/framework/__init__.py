@@ -8,10 +8,10 @@ from scorer.framework.types import (
     MIN_NODE_SCORE,
     FilterVerdict,
     NodeBatch,
-    NodeInfo,
     PreFilterResult,
     QueuedPodInfo,
 )
+from scorer.state.nodeinfo import NodeInfo
 
 __all__ = [
     "MAX_NODE_SCORE",

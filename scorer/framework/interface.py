@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from scorer.framework.cycle_state import CycleState
     from scorer.framework.events import ClusterEvent
     from scorer.framework.status import Status
-    from scorer.framework.types import FilterVerdict, NodeBatch, NodeInfo, PreFilterResult, QueuedPodInfo
+    from scorer.framework.types import FilterVerdict, NodeBatch, PreFilterResult, QueuedPodInfo
     from scorer.model import Pod
+    from scorer.state.nodeinfo import NodeInfo
 
 
 @runtime_checkable

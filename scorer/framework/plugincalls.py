@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,8 +33,6 @@ from scorer.framework.interface import (
     BatchFilterPlugin,
     BatchScorePlugin,
     FilterPlugin,
-    NodeFilterPlugin,
-    NodeScorePlugin,
     ScorePlugin,
 )
 from scorer.framework.status import SUCCESS, Status
@@ -153,7 +151,7 @@ def filter_call(plugin: FilterPlugin) -> Callable[[CycleState, Pod, NodeBatch], 
     """The plugin's Filter as one call over a batch: ``filter_batch``, or ``filter`` per node."""
     if isinstance(plugin, BatchFilterPlugin):
         return plugin.filter_batch
-    node_filter = cast(NodeFilterPlugin, plugin)
+    node_filter = plugin
 
     def filter_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> FilterVerdict:
         verdict = FilterVerdict(len(batch))
@@ -170,7 +168,7 @@ def score_call(plugin: ScorePlugin) -> Callable[[CycleState, Pod, NodeBatch], An
     """The plugin's Score as one call over a batch: ``score_batch``, or ``score`` per node."""
     if isinstance(plugin, BatchScorePlugin):
         return plugin.score_batch
-    node_score = cast(NodeScorePlugin, plugin)
+    node_score = plugin
 
     def score_nodes(state: CycleState, pod: Pod, batch: NodeBatch) -> np.ndarray:
         scores = np.zeros(len(batch), dtype=np.int64)

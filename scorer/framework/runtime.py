@@ -349,7 +349,7 @@ def _extension_point(
 
     def decorate(method: Callable[Concatenate[Framework, P], R]) -> Callable[Concatenate[Framework, P], R]:
         @functools.wraps(method)
-        def run(self: Framework, *args: P.args, **kwargs: P.kwargs) -> R:
+        def run(self: Framework, /, *args: P.args, **kwargs: P.kwargs) -> R:
             metrics = self.handle.metrics
             if metrics is None or not self.points.get(key):
                 return method(self, *args, **kwargs)

@@ -56,7 +56,8 @@ class NodeBatch:
             row = self.table.index.get(name)
             if row is not None:
                 hit[row] = True
-        return hit[self.rows]
+        named: np.ndarray = hit[self.rows]
+        return named
 
     def node_infos(self) -> Iterator[NodeInfo]:
         for r in self.rows.tolist():
@@ -107,7 +108,8 @@ class NodeBatch:
 
     def taint_set_ids(self) -> np.ndarray:
         """Per node, the id of its taint set in ``taint_sets``."""
-        return self.table.taint_set[self.rows]
+        ids: np.ndarray = self.table.taint_set[self.rows]
+        return ids
 
     @property
     def taint_sets(self) -> list[tuple[Taint, ...]]:
@@ -115,7 +117,8 @@ class NodeBatch:
         return self.table.taint_sets
 
     def unschedulable(self) -> np.ndarray:
-        return self.table.unschedulable[self.rows]
+        unschedulable: np.ndarray = self.table.unschedulable[self.rows]
+        return unschedulable
 
     def label_column(self, key: str) -> LabelColumn:
         """Label ``key`` over the whole table as codes: ``column.equals(value, nodes.rows)``,

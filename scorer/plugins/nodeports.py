@@ -44,7 +44,8 @@ class _PreFilterState:
 
 
 def _pre_filter_state(state: CycleState) -> _PreFilterState | None:
-    return state.get(_PRE_FILTER_KEY)
+    found: _PreFilterState | None = state.get(_PRE_FILTER_KEY)
+    return found
 
 
 class NodePorts:

@@ -42,7 +42,8 @@ class _PreScoreState:
 
 
 def _pre_score_state(state: CycleState) -> _PreScoreState:
-    return state.read(_PRE_SCORE_KEY)
+    found: _PreScoreState = state.read(_PRE_SCORE_KEY)
+    return found
 
 
 class TaintToleration:
@@ -72,7 +73,8 @@ class TaintToleration:
         counts = np.array(
             [_untolerated(ts, tolerations, _SCORE_EFFECTS) for ts in nodes.taint_sets], dtype=np.int64
         )
-        return counts[nodes.taint_set_ids()]
+        per_node: np.ndarray = counts[nodes.taint_set_ids()]
+        return per_node
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=True)

@@ -88,7 +88,8 @@ class _PreFilterState:
 
 
 def _pre_filter_state(state: CycleState) -> _PreFilterState | None:
-    return state.get(_PRE_FILTER_KEY)
+    found: _PreFilterState | None = state.get(_PRE_FILTER_KEY)
+    return found
 
 
 class VolumeZone:
@@ -166,7 +167,8 @@ class _Column:
         """Bool per node: it has the label and its value is one of ``values`` (False where absent)."""
         lut = np.fromiter((v is not None and v in values for v in self.column.code_of), dtype=bool,
                           count=len(self.column.code_of))
-        return lut[self.codes]
+        inside: np.ndarray = lut[self.codes]
+        return inside
 
 
 def pv_topologies(pod: Pod, volumes: VolumeObjects) -> tuple[PVTopology, ...] | Status:

@@ -121,7 +121,7 @@ def classify(exc: BaseException) -> FetchError:
         return exc
     import requests
     import urllib3
-    from prometheus_api_client import PrometheusApiClientException
+    from prometheus_api_client.exceptions import PrometheusApiClientException
 
     if isinstance(exc, requests.exceptions.Timeout):
         return FetchError("timeout", f"no answer within the query timeout ({exc.__class__.__name__})")

@@ -49,7 +49,8 @@ class LabelColumn:
         code = self.code_of.get(value)
         if code is None:
             return np.zeros(len(rows), dtype=bool)
-        return self.codes[rows] == code
+        equal: np.ndarray = self.codes[rows] == code
+        return equal
 
     def lookup(self, req: NodeSelectorRequirement) -> np.ndarray:
         """Bool per code: does a node with that value match ``req``?

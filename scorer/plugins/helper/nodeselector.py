@@ -24,7 +24,8 @@ def requirement_mask(req: NodeSelectorRequirement, nodes: NodeBatch, *, field: b
         hit = nodes.named(req.values)
         return hit if req.operator == "In" else ~hit
     column = nodes.label_column(req.key)
-    return column.lookup(req)[column.codes[nodes.rows]]
+    matches: np.ndarray = column.lookup(req)[column.codes[nodes.rows]]
+    return matches
 
 
 def term_mask(term: NodeSelectorTerm, nodes: NodeBatch) -> np.ndarray:

@@ -28,5 +28,6 @@ def default_normalize_score(scores: np.ndarray, *, reverse: bool, max_priority: 
 def trunc_div(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
     """Go's integer division (truncates toward zero), elementwise."""
     q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
+    quotient: np.ndarray = np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
+    return quotient
 

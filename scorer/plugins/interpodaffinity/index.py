@@ -138,12 +138,14 @@ class TopologyCounts:
         """int64 count of each node's value (0 where the node lacks the key)."""
         column = nodes.label_column(self.key)
         if column is self.column and not self.extra:
-            return self.by_code[column.codes[nodes.rows]]
+            counts: np.ndarray = self.by_code[column.codes[nodes.rows]]
+            return counts
         lut = np.fromiter(
             (0 if value is None else self.count(value) for value in column.code_of),
             dtype=np.int64, count=len(column.code_of),
         )
-        return lut[column.codes[nodes.rows]]
+        looked_up: np.ndarray = lut[column.codes[nodes.rows]]
+        return looked_up
 
 
 class RowSums:

@@ -155,11 +155,13 @@ class _PreScoreState:
 
 
 def _pre_filter_state(state: CycleState) -> _PreFilterState | None:
-    return state.get(_PRE_FILTER_KEY)
+    found: _PreFilterState | None = state.get(_PRE_FILTER_KEY)
+    return found
 
 
 def _pre_score_state(state: CycleState) -> _PreScoreState | None:
-    return state.get(_PRE_SCORE_KEY)
+    found: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+    return found
 
 
 class InterPodAffinity:

@@ -71,7 +71,8 @@ class _PreScoreState:
 
 
 def _pre_score_state(state: CycleState) -> _PreScoreState | None:
-    return state.get(_PRE_SCORE_KEY)
+    found: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+    return found
 
 
 class NodeResourcesBalancedAllocation:
@@ -120,7 +121,8 @@ def _balanced_score(fractions: list[np.ndarray], included: list[np.ndarray | Non
     (``included[i]`` None: on every node)."""
     if len(fractions) == 2:  # the default (cpu, memory): no stacking needed
         if included[0] is None and included[1] is None:
-            return ((1.0 - np.abs((fractions[0] - fractions[1]) / 2)) * MAX_NODE_SCORE).astype(np.int64)
+            scores: np.ndarray = ((1.0 - np.abs((fractions[0] - fractions[1]) / 2)) * MAX_NODE_SCORE).astype(np.int64)
+            return scores
         both = _present(included[0], size) & _present(included[1], size)
         return ((1.0 - np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)) * MAX_NODE_SCORE).astype(
             np.int64

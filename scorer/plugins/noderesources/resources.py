@@ -103,7 +103,8 @@ def allocatable_and_requested(
 def saturating_add(values: np.ndarray, amount: int) -> np.ndarray:
     """``values + amount`` for an int64 array and ``amount >= 0``, capped at the int64 maximum."""
     amount = min(max(int(amount), 0), INT64_MAX)
-    return np.minimum(values, INT64_MAX - amount) + amount
+    total: np.ndarray = np.minimum(values, INT64_MAX - amount) + amount
+    return total
 
 
 def scaled_ratio(part: np.ndarray, whole: np.ndarray, scale: int) -> np.ndarray:
@@ -115,9 +116,10 @@ def scaled_ratio(part: np.ndarray, whole: np.ndarray, scale: int) -> np.ndarray:
     """
     divisor = np.maximum(whole, 1)  # where whole <= 0, part is 0
     if len(part) == 0 or int(part.max()) <= INT64_MAX // scale:
-        return part * scale // divisor
+        scaled: np.ndarray = part * scale // divisor
+        return scaled
     fits = part <= INT64_MAX // scale
-    out = np.where(fits, part, 0) * scale // divisor
+    out: np.ndarray = np.where(fits, part, 0) * scale // divisor
     for i in np.flatnonzero(~fits).tolist():
         out[i] = int(part[i]) * scale // int(divisor[i])
     return out

@@ -196,7 +196,9 @@ def matching_pods(cache: ClusterCache, nodes: NodeBatch, namespace: str, selecto
         return np.zeros(len(nodes), dtype=np.int64)
     index = cache.pod_index
     if nodes.table is index.table:
-        return index.selector_counts(namespace, selector, include_deleting=False).per_row(nodes.table)[nodes.rows]
+        per_row = index.selector_counts(namespace, selector, include_deleting=False).per_row(nodes.table)
+        counts: np.ndarray = per_row[nodes.rows]
+        return counts
     table_pods = nodes.table.pods
     return np.fromiter(
         (sum(1 for p in table_pods[r].values()

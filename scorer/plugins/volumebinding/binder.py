@@ -417,7 +417,8 @@ class SelectorMasks:
         full = self._nodes.get(selector)
         if full is None:
             full = self._nodes[selector] = _selector_rows(selector, table)
-        return full[nodes.rows]
+        mask: np.ndarray = full[nodes.rows]
+        return mask
 
     def label_selector(self, selector: LabelSelector, nodes: NodeBatch) -> np.ndarray:
         """Bool per batch node: its labels match ``selector``."""
@@ -427,7 +428,8 @@ class SelectorMasks:
         full = self._labels.get(key)
         if full is None:
             full = self._labels[key] = label_selector_mask(selector, NodeBatch(table, table.rows()))
-        return full[nodes.rows]
+        mask: np.ndarray = full[nodes.rows]
+        return mask
 
 
 def _is_in_term(selector: NodeSelector) -> bool:
@@ -565,7 +567,8 @@ class VolumeFinder:
             failed = migrated & checking
             if failed.any():
                 errors.append((f"could not translate pv: {exc}", failed))
-            return match & ~migrated
+            untranslated: np.ndarray = match & ~migrated
+            return untranslated
         return np.where(migrated, self.masks.node_selector(translated_affinity(pv), nodes), match)
 
     # -- unbound delay claims -----------------------------------------------------------
@@ -635,7 +638,7 @@ class VolumeFinder:
         found = self.memo.get(key)
         if found is None:
             found = self.memo[key] = _candidates(pvc, pvs_by_class.get(pvc.storage_class, ()))
-        return found  # type: ignore[no-any-return]
+        return found
 
     def _table_choice(self, pvc: PersistentVolumeClaim, pre_bound: list[PersistentVolume],
                       others: list[PersistentVolume], table: NodeTable) -> np.ndarray:

@@ -146,7 +146,8 @@ class _PodVolumesByNode:
 
 
 def _state(state: CycleState) -> _State | None:
-    return state.get(_STATE_KEY)
+    found: _State | None = state.get(_STATE_KEY)
+    return found
 
 
 class VolumeBinding:
