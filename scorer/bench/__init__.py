@@ -12,7 +12,10 @@ Where each stage lives:
   --scale N``).
 - ``runner``: one in-process point, in a fresh process (its own peak RSS).
 - ``e2e`` and ``controlplane``: one point end to end against a real
-  kube-apiserver, for scorer and for kube-scheduler v1.20.2.
+  kube-apiserver, for scorer and for kube-scheduler v1.20.2 (``e2e_config``:
+  the schedulers' configurations and command lines; ``e2e_api``: the objects
+  as API requests, the harness's client and bind watch; ``e2e_metrics``: what
+  is read of the processes and their ``/metrics``).
 - ``report``, ``plots``, ``progress``: the terminal table, the JSON result, the
   log-log fits, ``--compare``, the capacity-planning summary, the PNG plots.
 - ``command``: the sweep behind ``scorer bench``.

@@ -9,7 +9,9 @@
   non-zero requests, as kube-scheduler counts them).
 - ``scorer.model.decode``: API objects (dicts) to those types, with field
   paths in every error (``pod_from_dict``, ``node_from_dict``,
-  ``workload_from_dict``, ``storage_from_dict``...).
+  ``workload_from_dict``, ``storage_from_dict``...); its parts in
+  ``decode_fields`` (field readers), ``decode_selectors`` (selectors,
+  affinity, tolerations) and ``decode_storage`` (the storage objects).
 - ``scorer.model.load``: cluster files to ``LoadedObjects`` through the one
   guarded reader (``load_file``, ``load_objects``).
 

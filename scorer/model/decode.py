@@ -42,80 +42,103 @@ scheduling (no-ops for objects that went through it):
 
 ``FieldError`` and the ``parse_*`` functions are public for plugins that
 decode parts of API objects in their args (NodeAffinity's addedAffinity).
+
+The field readers are in ``scorer.model.decode_fields``, selectors and affinity in
+``scorer.model.decode_selectors``, the storage objects in ``scorer.model.decode_storage``.
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from scorer.errors import ModelError, QuantityError
+from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, expected, join_path, printable, quote
-from scorer.inputs.numbers import INT64_MAX, int_range_error
+from scorer.inputs.numbers import INT64_MAX
+from scorer.model.decode_fields import (
+    _EMPTY,
+    FieldError,
+    _bool,
+    _int_in_range,
+    _mapping,
+    _mappings,
+    _optional_choice,
+    _optional_int,
+    _optional_mapping,
+    _optional_str,
+    _owner_reference,
+    _required_str,
+    _resource_map,
+    _str,
+    _str_map,
+    _str_tuple,
+    _timestamp,
+)
+from scorer.model.decode_selectors import (
+    _affinity,
+    _label_selector,
+    _spread_constraint,
+    _taint,
+    _toleration,
+    parse_node_affinity,
+)
+from scorer.model.decode_storage import (
+    _csi_driver,
+    _csi_node,
+    _csi_storage_capacity,
+    _persistent_volume,
+    _persistent_volume_claim,
+    _storage_class,
+)
 from scorer.model.objects import (
-    LABEL_SELECTOR_OPERATORS,
-    NODE_FIELD_KEYS,
-    NODE_INCLUSION_POLICIES,
-    NODE_SELECTOR_OPERATORS,
     PORT_PROTOCOLS,
     PREEMPTION_POLICIES,
-    TAINT_EFFECTS,
-    TOLERATION_OPERATORS,
-    WHEN_UNSATISFIABLE,
-    Affinity,
     Container,
     ContainerImage,
     ContainerPort,
     LabelSelector,
-    LabelSelectorRequirement,
     Namespace,
     Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    OwnerReference,
     Pod,
-    PodAffinity,
-    PodAffinityTerm,
-    PodAntiAffinity,
     PodDisruptionBudget,
-    PreferredSchedulingTerm,
     SelectorOwner,
-    Taint,
-    Toleration,
-    TopologySpreadConstraint,
     Volume,
-    WeightedPodAffinityTerm,
 )
 from scorer.model.requests import aggregate_container_requests, is_pod_level_resource
 from scorer.model.storage import (
-    ACCESS_MODES,
-    ANN_STORAGE_CLASS_BETA,
-    BINDING_MODES,
-    CLAIM_PHASES,
-    IMMEDIATE,
     STORAGE_KINDS,
-    VOLUME_MODES,
-    VOLUME_PHASES,
-    ClaimRef,
     CSIDriver,
     CSINode,
-    CSINodeDriver,
     CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
     StorageObject,
-    TopologySelectorTerm,
 )
-from scorer.quantity import resource_value
+
+__all__ = [
+    "API_VERSION",
+    "API_VERSIONS",
+    "DEFAULT_RBD_POOL",
+    "MAX_IMAGE_SIZE_BYTES",
+    "READ_KINDS",
+    "VOLUME_SOURCES",
+    "WORKLOAD_KINDS",
+    "ClusterObject",
+    "FieldError",
+    "namespace_from_dict",
+    "node_from_dict",
+    "object_from_dict",
+    "object_name",
+    "parse_node_affinity",
+    "pod_from_dict",
+    "storage_from_dict",
+    "workload_from_dict",
+]
 
 _T = TypeVar("_T")
-_R = TypeVar("_R")
 
 API_VERSION = "v1"
 # The apiVersions each kind is read in (the first is the one kube serves today).
@@ -153,440 +176,11 @@ _DISK_FIELDS: Mapping[str, str] = types.MappingProxyType({
     "azureDisk": "diskURI",
     "cinder": "volumeID",
 })
-# PersistentVolume in-tree sources the CSI translation knows: (source key, plugin name, handle field).
-_PV_IN_TREE: tuple[tuple[str, str, str], ...] = (
-    ("gcePersistentDisk", "kubernetes.io/gce-pd", "pdName"),
-    ("awsElasticBlockStore", "kubernetes.io/aws-ebs", "volumeID"),
-    ("azureDisk", "kubernetes.io/azure-disk", "diskURI"),
-    ("cinder", "kubernetes.io/cinder", "volumeID"),
-)
 DEFAULT_RBD_POOL = "rbd"
-# Toleration operators of a later Kubernetes (TaintTolerationComparisonOperators): accepted,
-# and they tolerate nothing, as kube does with that feature off.
-_DISABLED_TOLERATION_OPERATORS: tuple[str, ...] = ("Gt", "Lt")
 # ImageLocality scales image sizes in float64 (as kube does) and sums them in
 # int64: sizes up to 2^53 (8 PiB) are exact there and cannot overflow the sums.
 MAX_IMAGE_SIZE_BYTES = 1 << 53
-_EMPTY: Mapping[str, Any] = types.MappingProxyType({})
 
-
-# --------------------------------------------------------------------------
-# Parsing helpers. They raise FieldError with the field path; the
-# *_from_dict functions add the object's name and raise ModelError.
-
-
-class FieldError(Exception):
-    """A malformed field: ``path`` (``spec.priority``) and what is wrong with it.
-
-    Raised by the parse helpers; ``*_from_dict`` turn it into a ``ModelError``
-    naming the object.
-    """
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(path, message)
-        self.path = path
-        self.message = message
-
-
-def _mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    if value is None:
-        return _EMPTY
-    if type(value) is dict or isinstance(value, Mapping):
-        return value
-    raise FieldError(join_path(path, key), expected("an object", value))
-
-
-def _optional_mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
-    value = obj.get(key)
-    if value is None or type(value) is dict or isinstance(value, Mapping):
-        return value
-    raise FieldError(join_path(path, key), expected("an object", value))
-
-
-def _list(obj: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
-    value = obj.get(key)
-    if value is None:
-        return ()
-    if isinstance(value, (list, tuple)):
-        return value
-    raise FieldError(join_path(path, key), expected("a list", value))
-
-
-def _mappings(obj: Mapping[str, Any], key: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(path, item) for each entry of a list of mappings."""
-    if obj.get(key) is None:
-        return []
-    base = join_path(path, key)
-    result = []
-    for index, item in enumerate(_list(obj, key, path)):
-        item_path = f"{base}[{index}]"
-        if type(item) is not dict and not isinstance(item, Mapping):
-            raise FieldError(item_path, expected("an object", item))
-        result.append((item_path, item))
-    return result
-
-
-def _str(obj: Mapping[str, Any], key: str, path: str) -> str:
-    value = obj.get(key)
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    raise FieldError(join_path(path, key), expected("a string", value))
-
-
-def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> str | None:
-    return _str(obj, key, path) or None
-
-
-def _required_str(obj: Mapping[str, Any], key: str, path: str) -> str:
-    value = _str(obj, key, path)
-    if not value:
-        raise FieldError(join_path(path, key), "required")
-    return value
-
-
-def _choice(
-    obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...], what: str = "value"
-) -> str:
-    """A required string out of ``allowed`` (``what`` names it in the error: value, operator)."""
-    value = _str(obj, key, path)
-    if value in allowed:
-        return value
-    choices = ", ".join(allowed)
-    if not value:
-        raise FieldError(join_path(path, key), f"required, expected one of {choices}")
-    raise FieldError(join_path(path, key), f"unknown {what} {quote(value)}, expected one of {choices}")
-
-
-def _optional_choice(
-    obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...]
-) -> str | None:
-    return _choice(obj, key, path, allowed) if obj.get(key) is not None else None
-
-
-def _optional_int(
-    obj: Mapping[str, Any],
-    key: str,
-    path: str,
-    bits: int = 64,
-    low: int | None = None,
-    high: int | None = None,
-) -> int | None:
-    """An integer that fits the API's ``bits``-bit type (narrowed to [low, high])."""
-    value = obj.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise FieldError(join_path(path, key), expected("an integer", value))
-    problem = int_range_error(value, bits, low, high)
-    if problem is not None:
-        raise FieldError(join_path(path, key), f"{quote(value)} {problem}")
-    return value
-
-
-def _int_in_range(obj: Mapping[str, Any], key: str, path: str, low: int, high: int) -> int:
-    """A required integer in [low, high]."""
-    value = _optional_int(obj, key, path)
-    if value is None:
-        raise FieldError(join_path(path, key), f"required, expected an integer {low}-{high}")
-    if not low <= value <= high:
-        raise FieldError(join_path(path, key), f"{value} out of range, expected {low}-{high}")
-    return value
-
-
-def _bool(obj: Mapping[str, Any], key: str, path: str) -> bool:
-    value = obj.get(key)
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    raise FieldError(join_path(path, key), expected("a boolean (true or false)", value))
-
-
-def _str_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
-    """A map of strings (labels, annotations, nodeSelector). A null value is ""
-    as in Go."""
-    value = obj.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise FieldError(join_path(path, key), expected("a map of strings", value))
-    result = dict(value)
-    for name, item in result.items():
-        if not isinstance(name, str):
-            raise FieldError(join_path(path, key), expected("string keys", name))
-        if not isinstance(item, str):
-            if item is None:
-                result[name] = ""
-                continue
-            raise FieldError(join_path(join_path(path, key), name), expected("a string", item))
-    return result
-
-
-def _str_tuple(obj: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
-    items = _list(obj, key, path)
-    for index, item in enumerate(items):
-        if not isinstance(item, str):
-            raise FieldError(f"{join_path(path, key)}[{index}]", expected("a string", item))
-    return tuple(items)
-
-
-def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
-    """Resource name -> canonical integer; quantities must not be negative."""
-    value = obj.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise FieldError(
-            join_path(path, key), expected('a map of resource name to quantity like "500m"', value)
-        )
-    result: dict[str, int] = {}
-    for name, quantity in value.items():
-        if not isinstance(name, str) or not name:
-            raise FieldError(join_path(path, key), expected("resource names as keys", name))
-        try:
-            amount = resource_value(name, quantity)
-        except QuantityError as error:
-            raise FieldError(join_path(join_path(path, key), name), str(error)) from None
-        if amount < 0:
-            raise FieldError(
-                join_path(join_path(path, key), name), f"must not be negative, got {quote(quantity)}"
-            )
-        result[name] = amount
-    return result
-
-
-def _timestamp(obj: Mapping[str, Any], key: str, path: str) -> str:
-    """An RFC 3339 string; YAML turns unquoted timestamps into datetimes."""
-    value = obj.get(key)
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None and value.utcoffset() == datetime.timedelta(0):
-            return value.replace(tzinfo=None).isoformat() + "Z"
-        return value.isoformat()
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    return _str(obj, key, path)
-
-
-
-# --------------------------------------------------------------------------
-# Parsing: selectors, affinity, tolerations
-
-
-def _taint(obj: Mapping[str, Any], path: str) -> Taint:
-    return Taint(
-        key=_required_str(obj, "key", path),
-        value=_str(obj, "value", path),
-        effect=_choice(obj, "effect", path, TAINT_EFFECTS),
-    )
-
-
-def _toleration(obj: Mapping[str, Any], path: str) -> Toleration:
-    key = _str(obj, "key", path)
-    operator = _str(obj, "operator", path) or "Equal"
-    if operator not in TOLERATION_OPERATORS and operator not in _DISABLED_TOLERATION_OPERATORS:
-        raise FieldError(
-            join_path(path, "operator"),
-            f"unknown operator {quote(operator)}, expected one of Equal, Exists",
-        )
-    value = _str(obj, "value", path)
-    if operator == "Exists" and value:
-        raise FieldError(join_path(path, "value"), "must be empty when operator is Exists")
-    if not key and operator != "Exists":
-        raise FieldError(join_path(path, "operator"), "must be Exists when key is empty")
-    effect = _str(obj, "effect", path)
-    if effect and effect not in TAINT_EFFECTS:
-        raise FieldError(
-            join_path(path, "effect"),
-            f"unknown effect {quote(effect)}, expected empty (all effects) "
-            "or one of NoSchedule, PreferNoSchedule, NoExecute",
-        )
-    return Toleration(
-        key=key,
-        operator=operator,
-        value=value,
-        effect=effect,
-        toleration_seconds=_optional_int(obj, "tolerationSeconds", path),
-    )
-
-
-def _operator(obj: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> str:
-    return _choice(obj, "operator", path, allowed, what="operator")
-
-
-def _check_values(operator: str, values: tuple[str, ...], path: str) -> None:
-    """Value rules shared by label and node selector requirements."""
-    if operator in ("In", "NotIn") and not values:
-        raise FieldError(join_path(path, "values"), f"must be non-empty when operator is {operator}")
-    if operator in ("Exists", "DoesNotExist") and values:
-        raise FieldError(join_path(path, "values"), f"must be empty when operator is {operator}")
-    if operator in ("Gt", "Lt") and len(values) != 1:
-        # One value, as the API server checks; that it is an integer is the scheduler's
-        # parse, which fails the term (NodeSelectorRequirement.parse_error).
-        raise FieldError(
-            join_path(path, "values"), f"must have exactly one value when operator is {operator}"
-        )
-
-
-def _label_selector(obj: Mapping[str, Any], key: str, path: str) -> LabelSelector | None:
-    selector = _optional_mapping(obj, key, path)
-    if selector is None:
-        return None
-    path = join_path(path, key)
-    return LabelSelector(
-        match_labels=_str_map(selector, "matchLabels", path),
-        match_expressions=_match_expressions(
-            selector, path, LABEL_SELECTOR_OPERATORS, LabelSelectorRequirement
-        ),
-    )
-
-
-def _match_expressions(
-    obj: Mapping[str, Any],
-    path: str,
-    operators: tuple[str, ...],
-    requirement: Callable[..., _R],
-) -> tuple[_R, ...]:
-    """``matchExpressions`` of a label or node selector."""
-    expressions = []
-    for item_path, item in _mappings(obj, "matchExpressions", path):
-        operator = _operator(item, item_path, operators)
-        values = _str_tuple(item, "values", item_path)
-        _check_values(operator, values, item_path)
-        expressions.append(
-            requirement(key=_required_str(item, "key", item_path), operator=operator, values=values)
-        )
-    return tuple(expressions)
-
-
-def _node_selector_term(obj: Mapping[str, Any], path: str) -> NodeSelectorTerm:
-    expressions = _match_expressions(obj, path, NODE_SELECTOR_OPERATORS, NodeSelectorRequirement)
-    fields = []
-    for item_path, item in _mappings(obj, "matchFields", path):
-        key = _required_str(item, "key", item_path)
-        if key not in NODE_FIELD_KEYS:
-            raise FieldError(
-                join_path(item_path, "key"), f"unsupported field {quote(key)}, expected metadata.name"
-            )
-        operator = _operator(item, item_path, ("In", "NotIn"))
-        values = _str_tuple(item, "values", item_path)
-        if len(values) != 1:
-            raise FieldError(
-                join_path(item_path, "values"), "must have exactly one value for matchFields"
-            )
-        fields.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
-    return NodeSelectorTerm(match_expressions=expressions, match_fields=tuple(fields))
-
-
-def _node_selector(obj: Mapping[str, Any], key: str, path: str) -> NodeSelector | None:
-    """A NodeSelector (``nodeSelectorTerms``, at least one) at ``obj[key]``; None when unset."""
-    selector = _optional_mapping(obj, key, path)
-    if selector is None:
-        return None
-    selector_path = join_path(path, key)
-    terms = _mappings(selector, "nodeSelectorTerms", selector_path)
-    if not terms:
-        raise FieldError(join_path(selector_path, "nodeSelectorTerms"), "must have at least one term")
-    return NodeSelector(terms=tuple(_node_selector_term(t, p) for p, t in terms))
-
-
-def parse_node_affinity(obj: Mapping[str, Any], path: str) -> NodeAffinity:
-    """A ``nodeAffinity`` object at ``path``; raises ``FieldError``."""
-    required = _node_selector(obj, "requiredDuringSchedulingIgnoredDuringExecution", path)
-    preferred = tuple(
-        PreferredSchedulingTerm(weight=weight, preference=term)
-        for weight, term in _preferred(obj, path, "preference", _node_selector_term)
-    )
-    return NodeAffinity(required=required, preferred=preferred)
-
-
-def _preferred(
-    obj: Mapping[str, Any], path: str, field: str, parse: Callable[[Mapping[str, Any], str], _T]
-) -> list[tuple[int, _T]]:
-    """(weight, term) of each ``preferredDuringSchedulingIgnoredDuringExecution`` entry."""
-    result = []
-    for item_path, item in _mappings(obj, "preferredDuringSchedulingIgnoredDuringExecution", path):
-        weight = _int_in_range(item, "weight", item_path, 1, 100)
-        term = _optional_mapping(item, field, item_path)
-        if term is None:
-            raise FieldError(join_path(item_path, field), "required")
-        result.append((weight, parse(term, join_path(item_path, field))))
-    return result
-
-
-def _pod_affinity_term(obj: Mapping[str, Any], path: str) -> PodAffinityTerm:
-    return PodAffinityTerm(
-        label_selector=_label_selector(obj, "labelSelector", path),
-        namespaces=_str_tuple(obj, "namespaces", path),
-        topology_key=_required_str(obj, "topologyKey", path),
-        namespace_selector=_label_selector(obj, "namespaceSelector", path),
-        match_label_keys=_str_tuple(obj, "matchLabelKeys", path),
-        mismatch_label_keys=_str_tuple(obj, "mismatchLabelKeys", path),
-    )
-
-
-def _pod_affinity_terms(
-    obj: Mapping[str, Any], path: str
-) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    """(required, preferred) of a podAffinity or podAntiAffinity."""
-    required_items = _mappings(obj, "requiredDuringSchedulingIgnoredDuringExecution", path)
-    required = tuple(_pod_affinity_term(item, item_path) for item_path, item in required_items)
-    preferred = tuple(
-        WeightedPodAffinityTerm(weight=weight, term=term)
-        for weight, term in _preferred(obj, path, "podAffinityTerm", _pod_affinity_term)
-    )
-    return required, preferred
-
-
-def _affinity(spec: Mapping[str, Any]) -> Affinity | None:
-    affinity = _optional_mapping(spec, "affinity", "spec")
-    if affinity is None:
-        return None
-    path = "spec.affinity"
-    node = _optional_mapping(affinity, "nodeAffinity", path)
-    pod = _optional_mapping(affinity, "podAffinity", path)
-    anti = _optional_mapping(affinity, "podAntiAffinity", path)
-    pod_affinity = anti_affinity = None
-    if pod is not None:
-        required, preferred = _pod_affinity_terms(pod, join_path(path, "podAffinity"))
-        pod_affinity = PodAffinity(required=required, preferred=preferred)
-    if anti is not None:
-        required, preferred = _pod_affinity_terms(anti, join_path(path, "podAntiAffinity"))
-        anti_affinity = PodAntiAffinity(required=required, preferred=preferred)
-    return Affinity(
-        node_affinity=None if node is None else parse_node_affinity(node, join_path(path, "nodeAffinity")),
-        pod_affinity=pod_affinity,
-        pod_anti_affinity=anti_affinity,
-    )
-
-
-def _spread_constraint(obj: Mapping[str, Any], path: str) -> TopologySpreadConstraint:
-    max_skew = _optional_int(obj, "maxSkew", path, bits=32)
-    if max_skew is None or max_skew < 1:
-        raise FieldError(join_path(path, "maxSkew"), "required, expected an integer of at least 1")
-    when_unsatisfiable = _choice(obj, "whenUnsatisfiable", path, WHEN_UNSATISFIABLE)
-    min_domains = _optional_int(obj, "minDomains", path, bits=32)
-    if min_domains is not None:
-        if min_domains < 1:
-            raise FieldError(join_path(path, "minDomains"), f"{min_domains}: must be at least 1")
-        if when_unsatisfiable != "DoNotSchedule":
-            raise FieldError(
-                join_path(path, "minDomains"), "allowed only with whenUnsatisfiable DoNotSchedule"
-            )
-    return TopologySpreadConstraint(
-        max_skew=max_skew,
-        topology_key=_required_str(obj, "topologyKey", path),
-        when_unsatisfiable=when_unsatisfiable,
-        label_selector=_label_selector(obj, "labelSelector", path),
-        min_domains=min_domains,
-        node_affinity_policy=_optional_choice(
-            obj, "nodeAffinityPolicy", path, NODE_INCLUSION_POLICIES
-        ),
-        node_taints_policy=_optional_choice(obj, "nodeTaintsPolicy", path, NODE_INCLUSION_POLICIES),
-        match_label_keys=_str_tuple(obj, "matchLabelKeys", path),
-    )
 
 
 # --------------------------------------------------------------------------
@@ -704,16 +298,6 @@ def _volume(name: str, source: str, obj: Mapping[str, Any], path: str, pod_name:
         raise FieldError(join_path(path, "monitors"), "required, expected a list of monitor addresses")
     return Volume(name=name, source=source, disk=disk, read_only=read_only, rbd_monitors=monitors,
                   rbd_pool=_str(obj, "pool", path) or DEFAULT_RBD_POOL)
-
-
-def _owner_reference(obj: Mapping[str, Any], path: str) -> OwnerReference:
-    return OwnerReference(
-        api_version=_str(obj, "apiVersion", path),
-        kind=_required_str(obj, "kind", path),
-        name=_required_str(obj, "name", path),
-        uid=_str(obj, "uid", path),
-        controller=_bool(obj, "controller", path),
-    )
 
 
 def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> Pod:
@@ -889,200 +473,6 @@ def _disruption_budget(
         selector=_none_if_empty(_label_selector(spec, "selector", "spec")),
         disruptions_allowed=allowed or 0,
         disrupted_pods=frozenset(disrupted),
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-# --------------------------------------------------------------------------
-# Parsing: storage (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, CSIDriver,
-# CSIStorageCapacity)
-
-
-def _storage_quantity(obj: Mapping[str, Any], key: str, path: str) -> int | None:
-    """A storage quantity in bytes (``"10Gi"``), not negative; None when unset."""
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise FieldError(join_path(path, key), expected('a quantity like "10Gi"', value))
-    try:
-        amount = resource_value("storage", value)
-    except QuantityError as error:
-        raise FieldError(join_path(path, key), str(error)) from None
-    if amount < 0:
-        raise FieldError(join_path(path, key), f"must not be negative, got {quote(value)}")
-    return amount
-
-
-def _choices(obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    """A list of strings out of ``allowed`` (``accessModes``)."""
-    values = _str_tuple(obj, key, path)
-    for index, value in enumerate(values):
-        if value not in allowed:
-            raise FieldError(f"{join_path(path, key)}[{index}]",
-                             f"unknown value {quote(value)}, expected one of {', '.join(allowed)}")
-    return values
-
-
-def _defaulted_choice(obj: Mapping[str, Any], key: str, path: str, allowed: tuple[str, ...], default: str) -> str:
-    """A string out of ``allowed``; ``default`` (the API server's) when unset or empty."""
-    if not obj.get(key):
-        return default
-    return _choice(obj, key, path, allowed)
-
-
-def _storage_class_name(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
-    """The beta annotation ``volume.beta.kubernetes.io/storage-class`` wins over
-    ``spec.storageClassName`` (kube's ``GetPersistentVolume(Claim)Class``)."""
-    annotations = _str_map(meta, "annotations", "metadata")
-    if ANN_STORAGE_CLASS_BETA in annotations:
-        return annotations[ANN_STORAGE_CLASS_BETA]
-    return _str(spec, "storageClassName", "spec")
-
-
-def _claim_ref(spec: Mapping[str, Any]) -> ClaimRef | None:
-    ref = _optional_mapping(spec, "claimRef", "spec")
-    if ref is None:
-        return None
-    path = "spec.claimRef"
-    return ClaimRef(
-        namespace=_str(ref, "namespace", path),
-        name=_required_str(ref, "name", path),
-        uid=_str(ref, "uid", path),
-        resource_version=_str(ref, "resourceVersion", path),
-    )
-
-
-def _persistent_volume(
-    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
-) -> PersistentVolume:
-    spec = _mapping(obj, "spec", "")
-    status = _mapping(obj, "status", "")
-    csi = _optional_mapping(spec, "csi", "spec")
-    in_tree = in_tree_handle = ""
-    for source, plugin, handle_field in _PV_IN_TREE:
-        source_obj = _optional_mapping(spec, source, "spec")
-        if source_obj is not None:
-            in_tree = plugin
-            in_tree_handle = _required_str(source_obj, handle_field, join_path("spec", source))
-            break
-    capacity = _storage_quantity(_mapping(spec, "capacity", "spec"), "storage", "spec.capacity")
-    node_affinity = _optional_mapping(spec, "nodeAffinity", "spec")
-    return PersistentVolume(
-        name=name,
-        uid=_str(meta, "uid", "metadata"),
-        labels=_str_map(meta, "labels", "metadata"),
-        annotations=_str_map(meta, "annotations", "metadata"),
-        storage_class=_storage_class_name(meta, spec),
-        capacity=capacity or 0,
-        access_modes=_choices(spec, "accessModes", "spec", ACCESS_MODES),
-        volume_mode=_defaulted_choice(spec, "volumeMode", "spec", VOLUME_MODES, "Filesystem"),
-        claim_ref=_claim_ref(spec),
-        node_affinity=None if node_affinity is None else _node_selector(
-            node_affinity, "required", "spec.nodeAffinity"),
-        phase=_defaulted_choice(status, "phase", "status", VOLUME_PHASES, ""),
-        csi_driver="" if csi is None else _required_str(csi, "driver", "spec.csi"),
-        csi_handle="" if csi is None else _required_str(csi, "volumeHandle", "spec.csi"),
-        in_tree=in_tree,
-        in_tree_handle=in_tree_handle,
-        volume_attributes_class=_str(spec, "volumeAttributesClassName", "spec"),
-        deleting=meta.get("deletionTimestamp") is not None,
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-def _persistent_volume_claim(
-    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
-) -> PersistentVolumeClaim:
-    spec = _mapping(obj, "spec", "")
-    status = _mapping(obj, "status", "")
-    resources = _mapping(spec, "resources", "spec")
-    requests = _mapping(resources, "requests", "spec.resources")
-    return PersistentVolumeClaim(
-        namespace=namespace,
-        name=name,
-        uid=_str(meta, "uid", "metadata"),
-        labels=_str_map(meta, "labels", "metadata"),
-        annotations=_str_map(meta, "annotations", "metadata"),
-        owner_references=tuple(
-            _owner_reference(item, path) for path, item in _mappings(meta, "ownerReferences", "metadata")
-        ),
-        access_modes=_choices(spec, "accessModes", "spec", ACCESS_MODES),
-        volume_name=_str(spec, "volumeName", "spec"),
-        storage_class=_storage_class_name(meta, spec),
-        request=_storage_quantity(requests, "storage", "spec.resources.requests"),
-        selector=_label_selector(spec, "selector", "spec"),
-        volume_mode=_defaulted_choice(spec, "volumeMode", "spec", VOLUME_MODES, "Filesystem"),
-        volume_attributes_class=_str(spec, "volumeAttributesClassName", "spec"),
-        phase=_defaulted_choice(status, "phase", "status", CLAIM_PHASES, ""),
-        deleting=meta.get("deletionTimestamp") is not None,
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-def _topology_term(obj: Mapping[str, Any], path: str) -> TopologySelectorTerm:
-    expressions = []
-    for item_path, item in _mappings(obj, "matchLabelExpressions", path):
-        values = _str_tuple(item, "values", item_path)
-        if not values:
-            raise FieldError(join_path(item_path, "values"), "required, expected at least one value")
-        expressions.append((_required_str(item, "key", item_path), values))
-    return TopologySelectorTerm(match_label_expressions=tuple(expressions))
-
-
-def _storage_class(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> StorageClass:
-    # A StorageClass has no spec: its fields are at the top level.
-    return StorageClass(
-        name=name,
-        provisioner=_required_str(obj, "provisioner", ""),
-        volume_binding_mode=_defaulted_choice(obj, "volumeBindingMode", "", BINDING_MODES, IMMEDIATE),
-        allowed_topologies=tuple(
-            _topology_term(item, path) for path, item in _mappings(obj, "allowedTopologies", "")
-        ),
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-def _csi_node(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> CSINode:
-    spec = _mapping(obj, "spec", "")
-    drivers = []
-    for path, item in _mappings(spec, "drivers", "spec"):
-        allocatable = _mapping(item, "allocatable", path)
-        drivers.append(CSINodeDriver(
-            name=_required_str(item, "name", path),
-            node_id=_str(item, "nodeID", path),
-            allocatable=_optional_int(allocatable, "count", join_path(path, "allocatable"), bits=32, low=0),
-            topology_keys=_str_tuple(item, "topologyKeys", path),
-        ))
-    return CSINode(
-        name=name,
-        drivers=tuple(drivers),
-        annotations=_str_map(meta, "annotations", "metadata"),
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-def _csi_driver(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> CSIDriver:
-    spec = _mapping(obj, "spec", "")
-    return CSIDriver(
-        name=name,
-        storage_capacity=_bool(spec, "storageCapacity", "spec") if spec.get("storageCapacity") is not None else None,
-        attach_required=_bool(spec, "attachRequired", "spec") if spec.get("attachRequired") is not None else True,
-        resource_version=_str(meta, "resourceVersion", "metadata"),
-    )
-
-
-def _csi_storage_capacity(
-    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str
-) -> CSIStorageCapacity:
-    # Like a StorageClass, a CSIStorageCapacity keeps its fields at the top level.
-    return CSIStorageCapacity(
-        namespace=namespace,
-        name=name,
-        storage_class_name=_required_str(obj, "storageClassName", ""),
-        node_topology=_label_selector(obj, "nodeTopology", ""),
-        capacity=_storage_quantity(obj, "capacity", ""),
-        maximum_volume_size=_storage_quantity(obj, "maximumVolumeSize", ""),
         resource_version=_str(meta, "resourceVersion", "metadata"),
     )
 
