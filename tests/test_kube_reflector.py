@@ -24,13 +24,13 @@ from scorer.kube.config import load_kubeconfig
 from scorer.kube.reflector import (
     GC_PAUSE,
     RESOURCES,
-    Backoff,
     Reflector,
     ReflectorMetrics,
     RetryDelays,
     WatchError,
     retry_after,
 )
+from scorer.tasks import Backoff
 
 kube = pytest.mark.kube
 pytest_plugins = ("faultproxy",)

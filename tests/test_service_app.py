@@ -21,7 +21,7 @@ from scorer.service import logs
 from scorer.service.app import Service
 from scorer.service.options import ServiceOptions
 from scorer.service.run import ListenError, serve, server_ssl_context
-from scorer.service.supervisor import Supervisor
+from scorer.tasks import Supervisor
 from scorer.testing import make_node, make_pod
 
 

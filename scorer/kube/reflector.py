@@ -108,6 +108,7 @@ from scorer.logsummary import RepeatLog
 from scorer.metrics import SchedulerMetrics
 from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
 from scorer.model.decode import storage_from_dict
+from scorer.tasks import Backoff
 
 log = logging.getLogger("scorer.kube.reflector")
 
@@ -260,26 +261,6 @@ class ReflectorMetrics:
                                "When the reflector was last known to be in step with the API server "
                                "(a completed list, a watch event or bookmark, a watch that reached its timeout).",
                                ["resource"], registry=self.registry)
-
-
-class Backoff:
-    """Capped exponential backoff with jitter: ``initial``, doubling up to ``cap``; each delay is
-    stretched by up to ``jitter`` of itself (and still capped)."""
-
-    def __init__(self, initial: float, cap: float, *, jitter: float = 0.5, rng: random.Random | None = None) -> None:
-        self.initial = initial
-        self.cap = cap
-        self.jitter = jitter
-        self._rng = rng or random.Random()
-        self._current = initial
-
-    def next(self) -> float:
-        delay = self._current
-        self._current = min(self.cap, self._current * 2)
-        return min(self.cap, delay * (1.0 + self.jitter * self._rng.random()))
-
-    def reset(self) -> None:
-        self._current = self.initial
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:  # type: ignore[type-arg]

@@ -30,15 +30,17 @@ reflector's ``state()``: what it is doing, when it last listed and when its
 watch last had an event or bookmark.
 
 A reflector never lets an error escape; should one crash all the same (a bug),
-its task logs it with its name and restarts it after the relist backoff
-(``delays.relist`` doubling to ``delays.relist_cap``), and the restarted
-reflector re-lists against what it delivered before.
+its task (a ``scorer.tasks.Supervisor`` task) logs it with its name and restarts
+it after the relist backoff (``delays.relist`` doubling to ``delays.relist_cap``),
+and the restarted reflector re-lists against what it delivered before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import math
 
 from prometheus_client import CollectorRegistry
 
@@ -57,6 +59,7 @@ from scorer.kube.reflector import (
     RetryDelays,
     bind_handlers,
 )
+from scorer.tasks import Supervisor
 
 log = logging.getLogger("scorer.kube.source")
 
@@ -93,22 +96,15 @@ class ApiSource:
         """Run every reflector until cancelled (cancelling and awaiting them all)."""
         for reflector in self.reflectors.values():
             bind_handlers(reflector.resource, handlers)  # a handlers object that lacks a kind fails here, at once
-        async with asyncio.TaskGroup() as group:
-            for name, reflector in self.reflectors.items():
-                group.create_task(self._supervise(reflector, handlers), name=f"reflector:{name}")
-
-    async def _supervise(self, reflector: Reflector, handlers: ObjectHandlers) -> None:
-        backoff = self.delays.relist_backoff()
-        task = f"reflector:{reflector.resource.name}"
-        while True:
-            try:
-                await reflector.run(handlers)
-                log.error("task %s returned; restarting it", task)  # run() only ends by an exception
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("task %s crashed; restarting it", task)
-            await asyncio.sleep(backoff.next())
+        # A crashed reflector restarts after the relist backoff, which only grows (healthy_run: never reset).
+        supervisor = Supervisor(log=log, initial_backoff=self.delays.relist, max_backoff=self.delays.relist_cap,
+                                healthy_run=math.inf)
+        for name, reflector in self.reflectors.items():
+            supervisor.start(f"reflector:{name}", functools.partial(reflector.run, handlers), restart=True)
+        try:
+            await asyncio.Event().wait()  # until cancelled
+        finally:
+            await supervisor.stop()
 
     def has_synced(self) -> bool:
         """True once every resource's first list was delivered."""

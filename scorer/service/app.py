@@ -50,7 +50,7 @@ from scorer.extender.extender import Extender
 from scorer.model import Pod
 from scorer.service.health import HealthEndpoint, NamedCheck
 from scorer.service.options import ServiceOptions
-from scorer.service.supervisor import Supervisor
+from scorer.tasks import Supervisor
 
 log = logging.getLogger("scorer.service")
 
@@ -104,7 +104,7 @@ class Service:
         self.clients = list(clients)
         self.finalizers = list(finalizers)  # last writes before the sessions close (Event series counts)
         self.source_status = source_status
-        self.supervisor = Supervisor(self._fatal)
+        self.supervisor = Supervisor(self._fatal, log=log)
         self.exit_code = 0
         self.shutting_down = False
         self.leadership_lost = False

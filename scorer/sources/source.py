@@ -34,6 +34,7 @@ import attrs
 from scorer.model import Node
 from scorer.sources.data import ERROR_KINDS, SourceData
 from scorer.sources.mapping import NodeIndex, NodeMapping
+from scorer.tasks import Supervisor
 
 log = logging.getLogger("scorer.sources")
 
@@ -232,6 +233,8 @@ class PrometheusSource:
         self._data = SourceData()
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
+        # The restarts of a crashed refresh loop: 1 s doubling to 60 s, no jitter, never reset.
+        self._supervisor = Supervisor(log=log, jitter=0.0, healthy_run=math.inf)
         self.fetching = False
 
     @property
@@ -323,30 +326,16 @@ class PrometheusSource:
             await asyncio.sleep(delay * random.uniform(0.9, 1.0))
 
     def start(self) -> asyncio.Task[None]:
+        """The refresh task ``metrics-source:<name>``: a bug in the loop itself is logged with the task's
+        name and the loop restarts (1 s doubling to 60 s)."""
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._guarded_run(), name=f"metrics-source:{self.name}")
+            self._task = self._supervisor.start(f"metrics-source:{self.name}", self.run, restart=True)
         return self._task
-
-    async def _guarded_run(self) -> None:
-        backoff = 1.0
-        while True:
-            try:
-                await self.run()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a bug in the loop itself: log it with the task's name and restart
-                log.exception("metrics source %s: refresh task crashed; restarting in %.0fs", self.name, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 60.0)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await self._supervisor.stop(task.get_name())
         if self._client is not None and not self.fetching:  # a fetch still in its thread keeps its session
             self._client.close()
             self._client = None
