@@ -1,9 +1,15 @@
 """The service's aiohttp application: the scheduler's long-lived parts and its HTTP endpoints.
 
 ``Service`` holds what ``scorer.service.build`` assembled (the ``Assembly``, a
-cluster source, an optional leader elector, the API clients) and
-``Service.app()`` builds the aiohttp application. Each long-lived part is one
-cleanup context, started in this order and stopped in the reverse one:
+cluster source, an optional leader elector, the API clients) and the state the
+parts share (a stop request, the exit status, leading or not, shutting down).
+``create_app(service)`` builds the aiohttp application: each part under its own
+``web.AppKey`` (``SERVICE_KEY``, ``ASSEMBLY_KEY``, ``SOURCE_KEY``,
+``ELECTOR_KEY``, ``SUPERVISOR_KEY``, ``CLIENTS_KEY``, ``FINALIZERS_KEY``,
+``EXTENDER_KEY``), the parts' callbacks into the service wired there (a
+reflector's ``on_invalid``, the elector's ``on_stopped_leading``), and one
+cleanup context per long-lived part, which alone starts its tasks; they start
+in this order and stop in the reverse one:
 
 1. ``api-session``: the API clients' HTTP sessions (closed last);
 2. ``binder``: on shutdown, after the scheduling loop has written the Events
@@ -71,6 +77,8 @@ LINGERING_TIME = 2.0
 class Elector(Protocol):
     """What the service needs of a leader elector (``scorer.kube.leader.LeaderElector``)."""
 
+    on_stopped_leading: Callable[[], None] | None  # set by create_app: the service's lost_leadership
+
     @property
     def is_leader(self) -> bool: ...
 
@@ -90,7 +98,8 @@ class Closable(Protocol):
 
 
 class Service:
-    """Every long-lived part of ``scorer run``; ``app()`` is its aiohttp application."""
+    """Every long-lived part of ``scorer run`` and the state they share; ``create_app(service)`` (or
+    ``service.app()``) builds its aiohttp application."""
 
     def __init__(self, asm: Assembly, source: ClusterSource, options: ServiceOptions, *,
                  elector: Elector | None = None, clients: Sequence[Closable] = (),
@@ -112,7 +121,6 @@ class Service:
         self._stop_requested: asyncio.Event | None = None
         self._stop_task: asyncio.Task[None] | None = None
         self._invalid_reported: dict[str, str] = {}  # pod uid -> the message its Event gave
-        self.extender: Extender | None = None  # with --extender-profile, made by app()
 
     # -- stopping -------------------------------------------------------------------
     @property
@@ -133,10 +141,8 @@ class Service:
         self.request_stop(1, f"task {name} failed")
 
     # -- the parts ------------------------------------------------------------------
-    async def _run_source(self) -> None:
-        await self.source.run(self.asm.handlers)
-
-    async def _run_elector(self) -> None:
+    async def run_elector(self) -> None:
+        """The leader elector's task: campaign and renew until cancelled; its end means no longer leading."""
         assert self.elector is not None
         try:
             await self.elector.run()
@@ -161,7 +167,8 @@ class Service:
                                                                      name="stop-scheduling")
         self.request_stop(1, "leader election lost")
 
-    async def _run_scheduling(self) -> None:
+    async def run_scheduling(self) -> None:
+        """The scheduling loop's task: wait for the caches (and for leadership), then ``Scheduler.run``."""
         await self.source.wait_for_sync()
         log.info("caches synced: %d nodes, %d assigned pods, %d pending pods queued", len(self.asm.cache.table),
                  len(self.asm.cache.pod_node), len(self.asm.queue.pending_pods()))
@@ -175,77 +182,6 @@ class Service:
         await self.asm.scheduler.run()
         if not (self.shutting_down or self.leadership_lost):
             raise RuntimeError("the scheduling loop ended")
-
-    # -- cleanup contexts (one per long-lived part) ---------------------------------
-    async def _api_session(self, app: web.Application) -> AsyncIterator[None]:
-        yield
-        for client in self.clients:
-            try:
-                await client.close()
-            except Exception as exc:  # closing must not hide the rest of the shutdown
-                log.warning("closing an API session failed: %s: %s", type(exc).__name__, exc)
-
-    async def _binder(self, app: web.Application) -> AsyncIterator[None]:
-        """Stopped after the scheduling loop (whose ``Scheduler.stop`` writes the Events and conditions
-        still buffered): the writer's last writes (Event series counts), before the sessions close."""
-        yield
-        for finalize in self.finalizers:
-            try:
-                await finalize()
-            except Exception as exc:
-                log.warning("a last write before closing failed: %s: %s", type(exc).__name__, exc)
-
-    def _cluster_source_contexts(self) -> list[Callable[[web.Application], AsyncIterator[None]]]:
-        """One cleanup context per reflector of an API source (each a supervised task, restarted
-        with backoff if it crashes); one for any other cluster source."""
-        reflectors: Mapping[str, Any] | None = getattr(self.source, "reflectors", None)
-        if not reflectors:
-            return [self._part("cluster-source", self._run_source)]
-        return [self._part(f"reflector:{name}", functools.partial(reflector.run, self.asm.handlers))
-                for name, reflector in reflectors.items()]
-
-    def _part(self, name: str, run: Callable[[], Awaitable[None]]) -> Callable[[web.Application],
-                                                                               AsyncIterator[None]]:
-        async def context(app: web.Application) -> AsyncIterator[None]:
-            self.supervisor.start(name, run, restart=True)
-            yield
-            await self.supervisor.stop(name)
-
-        return context
-
-    async def _metric_sources(self, app: web.Application) -> AsyncIterator[None]:
-        self.asm.sources.start()
-        if self.asm.sources.static_sources:  # a MetricsSnapshot (--metrics FILE): its values must not age
-            self.supervisor.start("metrics-snapshot", self._resample_snapshot, restart=True)
-        yield
-        if self.asm.sources.static_sources:
-            await self.supervisor.stop("metrics-snapshot")
-        await self.asm.sources.stop()
-
-    async def _resample_snapshot(self) -> None:
-        while True:
-            self.asm.sources.resample_snapshot()
-            await asyncio.sleep(SNAPSHOT_RESAMPLE)
-
-    async def _leader_elector(self, app: web.Application) -> AsyncIterator[None]:
-        if self.elector is None:
-            yield
-            return
-        self.supervisor.start("leader-elector", self._run_elector, restart=False)
-        yield
-        await self.supervisor.stop("leader-elector")
-        if not self.leadership_lost:
-            await self.elector.release()
-
-    async def _scheduling_loop(self, app: web.Application) -> AsyncIterator[None]:
-        if self.options.no_scheduling:  # only the extender: nothing is bound
-            yield
-            return
-        self.supervisor.start("scheduling-loop", self._run_scheduling, restart=False)
-        yield
-        self.shutting_down = True
-        await self.asm.scheduler.stop(self.options.binding_grace)
-        await self.supervisor.stop("scheduling-loop")
 
     def begin_shutdown(self) -> None:
         """Readiness fails from now on; the cleanup contexts then stop the parts."""
@@ -298,43 +234,9 @@ class Service:
                                       NamedCheck("shutdown", self._check_shutdown)], self._info),
         ]
 
-    # -- HTTP ---------------------------------------------------------------------
-    async def _metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.asm.metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _configz(self, request: web.Request) -> web.Response:
-        return _json(effective_config(self.asm.config, self.asm.resolved))
-
-    async def _debug_queue(self, request: web.Request) -> web.Response:
-        queue = self.asm.queue
-        return _json({"pending": queue.pending_counts(),
-                      "pods": [{"pod": info.pod.key, "attempts": info.attempts,
-                                "unschedulablePlugins": sorted(info.unschedulable_plugins)}
-                               for info in queue.pending_pods()]})
-
     def app(self) -> web.Application:
-        options = self.options
-        # Only the extender's verbs take request bodies (its Nodes form carries whole Node objects); the
-        # other routes never read one. What a connection may hold: see scorer.service.run.
-        app = web.Application(client_max_size=extender_http.MAX_BODY if options.extender_profile else 1024,
-                              handler_args={"keepalive_timeout": options.http_timeout,
-                                            "lingering_time": LINGERING_TIME})
-        app[SERVICE_KEY] = self
-        for endpoint in self.health_endpoints():
-            endpoint.add_routes(app)
-        app.router.add_get("/metrics", self._metrics)
-        if options.enable_debug_endpoints:
-            app.router.add_get("/configz", self._configz)
-            app.router.add_get("/debug/queue", self._debug_queue)
-        if options.extender_profile:
-            self.extender = Extender(self.asm.frameworks[options.extender_profile], self.asm.cache, self.asm.sources,
-                                     keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
-            extender_http.add_routes(app, self.extender, self.asm.metrics.registry, options.extender_prefix,
-                                     body_timeout=options.http_timeout, debug=options.enable_debug_endpoints)
-        app.cleanup_ctx.extend([self._api_session, self._binder, *self._cluster_source_contexts(),
-                                self._metric_sources, self._leader_elector, self._scheduling_loop])
-        return app
+        """The service's aiohttp application (``create_app``)."""
+        return create_app(self)
 
     # -- objects the cluster source cannot read -------------------------------------
     def on_invalid_object(self, resource: str, raw: Mapping[str, Any], message: str) -> None:
@@ -363,7 +265,163 @@ class Service:
         self.asm.recorder.set_pod_condition(pod, "False", "SchedulerError", note)
 
 
+# -- the application -----------------------------------------------------------------
 SERVICE_KEY = web.AppKey("service", Service)
+ASSEMBLY_KEY = web.AppKey("assembly", Assembly)
+SOURCE_KEY: web.AppKey[ClusterSource] = web.AppKey("cluster-source")
+ELECTOR_KEY: web.AppKey[Elector | None] = web.AppKey("leader-elector")
+SUPERVISOR_KEY = web.AppKey("supervisor", Supervisor)
+CLIENTS_KEY: web.AppKey[Sequence[Closable]] = web.AppKey("api-clients")
+FINALIZERS_KEY: web.AppKey[Sequence[Callable[[], Awaitable[object]]]] = web.AppKey("finalizers")
+EXTENDER_KEY: web.AppKey[Extender | None] = web.AppKey("extender")
+
+
+def create_app(service: Service) -> web.Application:
+    """The aiohttp application of ``service``: its parts under their keys, its routes, one cleanup
+    context per long-lived part (the module docstring)."""
+    options = service.options
+    # Only the extender's verbs take request bodies (its Nodes form carries whole Node objects); the
+    # other routes never read one. What a connection may hold: see scorer.service.run.
+    app = web.Application(client_max_size=extender_http.MAX_BODY if options.extender_profile else 1024,
+                          handler_args={"keepalive_timeout": options.http_timeout,
+                                        "lingering_time": LINGERING_TIME})
+    asm = service.asm
+    app[SERVICE_KEY] = service
+    app[ASSEMBLY_KEY] = asm
+    app[SOURCE_KEY] = service.source
+    app[ELECTOR_KEY] = service.elector
+    app[SUPERVISOR_KEY] = service.supervisor
+    app[CLIENTS_KEY] = service.clients
+    app[FINALIZERS_KEY] = service.finalizers
+    # The parts' callbacks into the service (each part is made before the service that holds it).
+    for reflector in _reflectors(service.source).values():
+        reflector.on_invalid = service.on_invalid_object
+    if service.elector is not None:
+        service.elector.on_stopped_leading = service.lost_leadership
+    for endpoint in service.health_endpoints():
+        endpoint.add_routes(app)
+    app.router.add_get("/metrics", _metrics)
+    if options.enable_debug_endpoints:
+        app.router.add_get("/configz", _configz)
+        app.router.add_get("/debug/queue", _debug_queue)
+    extender = None
+    if options.extender_profile:
+        extender = Extender(asm.frameworks[options.extender_profile], asm.cache, asm.sources,
+                            keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
+        extender_http.add_routes(app, extender, asm.metrics.registry, options.extender_prefix,
+                                 body_timeout=options.http_timeout, debug=options.enable_debug_endpoints)
+    app[EXTENDER_KEY] = extender
+    app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
+                            _leader_elector, _scheduling_loop])
+    return app
+
+
+def _reflectors(source: ClusterSource) -> Mapping[str, Any]:
+    """The reflectors of an API source (``ApiSource.reflectors``); none for another source."""
+    reflectors: Mapping[str, Any] | None = getattr(source, "reflectors", None)
+    return reflectors or {}
+
+
+# -- cleanup contexts (one per long-lived part) ---------------------------------------
+async def _api_session(app: web.Application) -> AsyncIterator[None]:
+    yield
+    for client in app[CLIENTS_KEY]:
+        try:
+            await client.close()
+        except Exception as exc:  # closing must not hide the rest of the shutdown
+            log.warning("closing an API session failed: %s: %s", type(exc).__name__, exc)
+
+
+async def _binder(app: web.Application) -> AsyncIterator[None]:
+    """Stopped after the scheduling loop (whose ``Scheduler.stop`` writes the Events and conditions
+    still buffered): the writer's last writes (Event series counts), before the sessions close."""
+    yield
+    for finalize in app[FINALIZERS_KEY]:
+        try:
+            await finalize()
+        except Exception as exc:
+            log.warning("a last write before closing failed: %s: %s", type(exc).__name__, exc)
+
+
+def _cluster_source_contexts(service: Service) -> list[Callable[[web.Application], AsyncIterator[None]]]:
+    """One cleanup context per reflector of an API source (each a supervised task, restarted
+    with backoff if it crashes); one for any other cluster source."""
+    reflectors = _reflectors(service.source)
+    if not reflectors:
+        return [_part("cluster-source", functools.partial(service.source.run, service.asm.handlers))]
+    return [_part(f"reflector:{name}", functools.partial(reflector.run, service.asm.handlers))
+            for name, reflector in reflectors.items()]
+
+
+def _part(name: str, run: Callable[[], Awaitable[None]]) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        supervisor = app[SUPERVISOR_KEY]
+        supervisor.start(name, run, restart=True)
+        yield
+        await supervisor.stop(name)
+
+    return context
+
+
+async def _metric_sources(app: web.Application) -> AsyncIterator[None]:
+    sources, supervisor = app[ASSEMBLY_KEY].sources, app[SUPERVISOR_KEY]
+    sources.start()
+    if sources.static_sources:  # a MetricsSnapshot (--metrics FILE): its values must not age
+        supervisor.start("metrics-snapshot", functools.partial(_resample_snapshot, app), restart=True)
+    yield
+    if sources.static_sources:
+        await supervisor.stop("metrics-snapshot")
+    await sources.stop()
+
+
+async def _resample_snapshot(app: web.Application) -> None:
+    while True:
+        app[ASSEMBLY_KEY].sources.resample_snapshot()
+        await asyncio.sleep(SNAPSHOT_RESAMPLE)
+
+
+async def _leader_elector(app: web.Application) -> AsyncIterator[None]:
+    elector, supervisor = app[ELECTOR_KEY], app[SUPERVISOR_KEY]
+    if elector is None:
+        yield
+        return
+    service = app[SERVICE_KEY]
+    supervisor.start("leader-elector", service.run_elector, restart=False)
+    yield
+    await supervisor.stop("leader-elector")
+    if not service.leadership_lost:
+        await elector.release()
+
+
+async def _scheduling_loop(app: web.Application) -> AsyncIterator[None]:
+    service, supervisor = app[SERVICE_KEY], app[SUPERVISOR_KEY]
+    if service.options.no_scheduling:  # only the extender: nothing is bound
+        yield
+        return
+    supervisor.start("scheduling-loop", service.run_scheduling, restart=False)
+    yield
+    service.shutting_down = True
+    await app[ASSEMBLY_KEY].scheduler.stop(service.options.binding_grace)
+    await supervisor.stop("scheduling-loop")
+
+
+# -- HTTP -------------------------------------------------------------------------------
+async def _metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[ASSEMBLY_KEY].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def _configz(request: web.Request) -> web.Response:
+    asm = request.app[ASSEMBLY_KEY]
+    return _json(effective_config(asm.config, asm.resolved))
+
+
+async def _debug_queue(request: web.Request) -> web.Response:
+    queue = request.app[ASSEMBLY_KEY].queue
+    return _json({"pending": queue.pending_counts(),
+                  "pods": [{"pod": info.pod.key, "attempts": info.attempts,
+                            "unschedulablePlugins": sorted(info.unschedulable_plugins)}
+                           for info in queue.pending_pods()]})
 
 
 def _json(value: Any) -> web.Response:

@@ -100,10 +100,7 @@ def build_service(options: ServiceOptions) -> Service:
     source = ApiSource(api, registry=metrics.registry)
     service = Service(asm, source, options, elector=elector, clients=clients, source_status=source.status,
                       finalizers=[writer.flush_series])
-    for reflector in source.reflectors.values():
-        reflector.on_invalid = service.on_invalid_object
     if elector is not None:
-        elector.on_stopped_leading = service.lost_leadership
         fence = elector_fence(elector)
         api.fence = fence  # bindings, preemption deletes, status and volume writes (Events are not fenced)
         asm.scheduler.fence = fence

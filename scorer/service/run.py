@@ -9,7 +9,7 @@ get ``binding_grace`` seconds, the lease is released, the reflectors and
 sessions close, all within ``shutdown_timeout`` (15 s) in total.
 
 What a client can hold is bounded by ``http_timeout`` (``ServiceOptions``,
-15 s; ``DEFAULT_HTTP_TIMEOUT``), set on the application (``Service.app()``'s
+15 s; ``DEFAULT_HTTP_TIMEOUT``), set on the application (``create_app``'s
 ``handler_args``), so every server of it behaves alike:
 
 * a connection is closed when it has not sent a whole request head (request
