@@ -1,18 +1,26 @@
-"""The plugin kit (issue 21): the plugin API version a distribution declares is checked before it
-registers, query templates get ``{by}`` from the node mapping, the metric reader keeps what a plugin
-derives, and the metric snippet of ``scorer.sources`` runs as written."""
+"""The plugin kit (issue 21): ``scorer.plugin`` is all a plugin distribution imports, the contrib
+plugins keep to it, the plugin API version a distribution declares is checked before it registers,
+and the metric snippets of the docs run as written."""
 
 from __future__ import annotations
 
+import ast
+import re
 import textwrap
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
+import scorer_loadaware
+import scorer_networkaware
+import scorer_networktraffic
 
 import scorer.plugin
 import scorer.sources
 from scorer import registry as registry_module
+from scorer.framework import events
+from scorer.hookspecs import API_DECLARATION, PLUGIN_API_VERSION
 from scorer.plugin import (
     DataPolicyArgs,
     InFlightArgs,
@@ -24,7 +32,97 @@ from scorer.plugin import (
     hookimpl,
     metric_reader,
 )
-from scorer.testing import build_registry, make_cache, make_handle, make_node, make_pod, make_source_hub
+from scorer.testing import build_registry, make_cache, make_handle, make_node, make_pod, make_source_hub, run_plugin
+
+REPO = Path(__file__).resolve().parents[1]
+CONTRIB = REPO / "contrib_plugins"
+KIT = {"scorer.plugin"}  # what a plugin distribution's modules may import of scorer
+TEST_KIT = {"scorer.plugin", "scorer.testing"}  # and its tests
+
+
+# -- contrib plugins import only the kit ------------------------------------------------------------
+
+
+def scorer_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import of scorer or a module under it, wherever it is (a function body,
+    ``if TYPE_CHECKING:``); ``from scorer import plugin`` imports ``scorer.plugin``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            if node.module == "scorer":
+                found.extend((node.lineno, f"scorer.{alias.name}") for alias in node.names)
+            else:
+                found.append((node.lineno, node.module))
+    return [(line, module) for line, module in found if module == "scorer" or module.startswith("scorer.")]
+
+
+def kit_violations(path: Path, root: Path = CONTRIB) -> list[str]:
+    """``file:line: imports X`` for each import of scorer outside the kit (tests may use ``scorer.testing``)."""
+    allowed = TEST_KIT if "tests" in path.relative_to(root).parts else KIT
+    return [f"{path.relative_to(root)}:{line}: imports {module} (only {', '.join(sorted(allowed))})"
+            for line, module in scorer_imports(path) if module not in allowed]
+
+
+CONTRIB_FILES = sorted(p for p in CONTRIB.rglob("*.py")
+                       if not any(part in ("build", "__pycache__") or part.endswith(".egg-info")
+                                  for part in p.relative_to(CONTRIB).parts))
+
+
+def test_every_contrib_plugin_is_checked():
+    names = {p.relative_to(CONTRIB).as_posix() for p in CONTRIB_FILES}
+    for plugin in ("loadaware", "networkaware", "networktraffic"):
+        assert {f"{plugin}/scorer_{plugin}/__init__.py", f"{plugin}/scorer_{plugin}/plugin.py",
+                f"{plugin}/tests/test_{plugin}.py"} <= names
+
+
+@pytest.mark.parametrize("path", CONTRIB_FILES, ids=lambda p: p.relative_to(CONTRIB).as_posix())
+def test_contrib_plugins_import_only_the_kit(path):
+    found = kit_violations(path)
+    assert not found, "a contrib plugin imports scorer's internals:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("p/scorer_p/plugin.py", "from scorer.plugin import Status\nimport numpy\nimport scorer_p.plugin\n", []),
+        ("p/scorer_p/plugin.py", "from scorer.testing import make_pod\n", ["imports scorer.testing"]),
+        ("p/tests/test_p.py", "from scorer.testing import make_pod\nfrom scorer import plugin\n", []),
+        ("p/scorer_p/plugin.py", "from scorer.framework import Status\n", ["imports scorer.framework"]),
+        ("p/scorer_p/plugin.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                 "    from scorer.model import Pod\n", ["imports scorer.model"]),
+        ("p/scorer_p/plugin.py", "def f():\n    import scorer.sources.query\n", ["imports scorer.sources.query"]),
+        ("p/tests/test_p.py", "from scorer import cli, testing\n", ["imports scorer.cli"]),
+        ("p/scorer_p/plugin.py", "import scorer\n", ["imports scorer "]),
+    ],
+)
+def test_the_kit_check_finds(tmp_path, where, source, expected):
+    path = tmp_path / where
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    found = kit_violations(path, tmp_path)
+    assert len(found) == len(expected)
+    for line, text in zip(found, expected, strict=True):
+        assert text in line
+
+
+def test_the_kit_exports_what_the_contrib_plugins_use():
+    exported = {name for name in vars(scorer.plugin) if not name.startswith("_")}
+    used = {alias.name for path in CONTRIB_FILES
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module == "scorer.plugin" for alias in node.names}
+    assert {"hookimpl", "PluginRegistry", "NodeBatch", "metric_reader", "fill_query"} <= used <= exported
+    for name in exported:  # each named in the module's docstring; the events' resources and actions as a group
+        if not (name.isupper() and getattr(events, name, None) == getattr(scorer.plugin, name)):
+            assert f"``{name}``" in (scorer.plugin.__doc__ or ""), name
+    assert scorer.plugin.PLUGIN_API_VERSION == PLUGIN_API_VERSION == "1.0"
+
+
+@pytest.mark.parametrize("module", [scorer_loadaware, scorer_networkaware, scorer_networktraffic])
+def test_each_contrib_plugin_declares_the_plugin_api(module):
+    assert getattr(module, API_DECLARATION) == PLUGIN_API_VERSION
+    assert not build_registry(autoload=False, modules=[module]).failures
 
 
 # -- the plugin API version a distribution declares -------------------------------------------------
@@ -158,8 +256,42 @@ def test_per_table_and_in_flight_load_are_kept_by_the_reader():
 AUTO_BY = "node, kubernetes_node, nodename, instance"
 
 
+def contrib_readme_snippet() -> tuple[str, str]:
+    """The Metrics snippet of contrib_plugins/README.md: (what runs in ``__init__``, in ``score_batch``)."""
+    text = (CONTRIB / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "metric_reader(" in b]
+    code = textwrap.dedent(block)
+    init, score = code.split("# MyPlugin.score_batch(self, state, pod, nodes):\n")
+    assert "# MyPlugin.__init__(self, args, handle):" in init
+    return init, score
+
+
 def snippet_args() -> types.SimpleNamespace:
     return types.SimpleNamespace(address="http://prom.test:9090", source=SourceArgs(), policy=DataPolicyArgs())
+
+
+def test_the_contrib_readme_metric_snippet_fills_by_and_scores():
+    init, score = contrib_readme_snippet()
+
+    class MyPlugin:
+        name = "MyPlugin"
+
+        def __init__(self, args, handle):
+            exec(init, {}, {"self": self, "args": args, "handle": handle, "NAME": self.name})
+
+        def score_batch(self, state, pod, nodes):
+            def my_scores(reading):  # busier nodes score lower
+                return (100 - np.nan_to_num(reading.values) * 100).astype(np.int64)
+
+            scope = {"self": self, "state": state, "pod": pod, "nodes": nodes, "my_scores": my_scores}
+            exec(score, {}, scope)
+            return scope["scores"]
+
+    prometheus = MyPlugin(snippet_args(), make_handle())
+    assert prometheus.reader.source.spec.promql == f"avg by ({AUTO_BY}) (my_metric)"
+    snapshot = MyPlugin(snippet_args(), make_handle(make_source_hub({"my_metric": {"a": 0.2, "b": 0.9}})))
+    run = run_plugin(snapshot, make_pod("p"), [make_node("a"), make_node("b"), make_node("c")])
+    assert run.raw_scores == {"a": 80, "b": 10, "c": 50}  # c has no value: the policy's neutral score
 
 
 def test_the_sources_docstring_snippet_fills_by_and_reads():

@@ -272,12 +272,6 @@ class Reading:
         return Reading(self.fail_open, self.now, rows, self._by_row, states, in_flight, self._estimate)
 
     @property
-    def table_key(self) -> object:
-        """The same object (compare with ``is``) while the source's data and the table's nodes stay the
-        same: what a plugin keys figures worked out over every node of the table on."""
-        return self._by_row
-
-    @property
     def ages(self) -> np.ndarray:
         """float64 seconds since the sample, NaN where no value."""
         with np.errstate(invalid="ignore"):
