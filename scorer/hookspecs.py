@@ -4,9 +4,12 @@ A distribution exposes an entry point in the group ``scorer`` whose value is
 a module path: in ``pyproject.toml``, ``[project.entry-points.scorer]``
 ``my_plugin = "my_pkg.plugin"`` (setup.cfg: ``[options.entry_points]`` ``scorer =
 my_plugin = my_pkg.plugin``).
-That module implements the hooks below, marked with ``scorer.hookspecs.hookimpl``
-(a hook this file does not define, or none at all, and the distribution is
-not loaded; see ``scorer.registry``).
+That module implements the hooks below, marked with ``hookimpl`` (a hook this
+file does not define, or none at all, and the distribution is not loaded; see
+``scorer.registry``), and may say which version of the plugin API it was
+built for: ``SCORER_PLUGIN_API = "1.0"`` at module level. A major version
+other than ``PLUGIN_API_VERSION``'s, or a newer minor, and the distribution
+is not loaded. Plugin authors import all of this from ``scorer.plugin``.
 The framework then calls the registered plugin objects directly at each
 extension point (see ``scorer.framework.interface`` for their methods).
 """
@@ -20,8 +23,11 @@ from scorer.framework.catalog import PluginRegistry
 hookspec = pluggy.HookspecMarker("scorer")
 hookimpl = pluggy.HookimplMarker("scorer")
 
-#: Version of this contract. Bumped when a hook or a plugin method changes.
-PLUGIN_API_VERSION = 1
+#: Version of the plugin API ("MAJOR.MINOR"): this contract and what ``scorer.plugin`` exports. The minor
+#: is bumped when something is added, the major when something a plugin uses changes or goes.
+PLUGIN_API_VERSION = "1.0"
+#: The module-level name under which an entry point's module declares the plugin API it was built for.
+API_DECLARATION = "SCORER_PLUGIN_API"
 
 
 @hookspec

@@ -4,7 +4,9 @@
 ``scorer`` group, and fills a ``PluginRegistry`` (``scorer.framework.catalog``)
 with what they register. Each distribution is loaded on its own, all or
 nothing: a broken one becomes a ``LoadFailure`` (its entry point, distribution
-and reason) and the others load as if it were not installed.
+and reason) and the others load as if it were not installed. So does one whose
+module declares a plugin API this scorer does not provide (``SCORER_PLUGIN_API``,
+checked against ``scorer.hookspecs.PLUGIN_API_VERSION`` before its hook runs).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib.metadata
 import os
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -32,7 +35,7 @@ from scorer.framework.catalog import (
     extension_points_of,
     failure_reason,
 )
-from scorer.hookspecs import hookimpl
+from scorer.hookspecs import API_DECLARATION, PLUGIN_API_VERSION, hookimpl
 from scorer.plugins import (
     defaultbinder,
     defaultpreemption,
@@ -118,7 +121,8 @@ def build_registry(
     to load.
 
     A broken distribution never stops scorer: whatever its mistake (it
-    cannot be imported, implements an unknown hook or none, its hook does not
+    cannot be imported, declares a plugin API this scorer does not provide,
+    implements an unknown hook or none, its hook does not
     match the hook's signature or raises, a plugin without ``plugin_type``,
     with a method the framework cannot call, a name already taken, an args
     class scorer cannot convert), none of its plugins is registered and
@@ -178,8 +182,12 @@ class _Origin:
 def _add(pm: pluggy.PluginManager, registry: PluginRegistry, module: Any, origin: _Origin,
          origins: dict[str, _Origin]) -> None:
     """Register ``module`` with the plugin manager under its entry point's name, if it implements
-    the hook and nothing else; else record why it is not loaded."""
+    the hook and nothing else, for a plugin API this scorer provides; else record why it is not loaded."""
     name = origin.entry_point
+    mismatch = _api_mismatch(module, origin.distribution)
+    if mismatch:
+        registry.fail(name, origin.distribution, origin.version, mismatch)
+        return
     try:
         pm.register(module, name=name)
     except (pluggy.PluginValidationError, ValueError) as exc:
@@ -198,6 +206,28 @@ def _add(pm: pluggy.PluginManager, registry: PluginRegistry, module: Any, origin
     registry.fail(name, origin.distribution, origin.version, error)
 
 
+def _api_mismatch(module: Any, distribution: str) -> str:
+    """Why ``module`` cannot be loaded for the plugin API it declares (``SCORER_PLUGIN_API``); "" when this
+    scorer provides it: the same major version, and a minor no newer. A module that declares none was
+    written before the API had versions, for 1.0."""
+    declared = getattr(module, API_DECLARATION, None)
+    if declared is None:
+        return ""
+    version = re.fullmatch(r"(\d+)\.(\d+)", declared) if isinstance(declared, str) else None
+    if version is None:
+        return (f'{API_DECLARATION} must be the plugin API version it was built for, "MAJOR.MINOR" such as '
+                f'"{PLUGIN_API_VERSION}", got {declared!r}')
+    major, minor = (int(part) for part in PLUGIN_API_VERSION.split("."))
+    provided = f"scorer {scorer.__version__} provides plugin API {PLUGIN_API_VERSION}"
+    if int(version[1]) != major:
+        return (f"built for plugin API {declared} ({API_DECLARATION}), but {provided}: install a release of "
+                f"{distribution} built for plugin API {major}.x")
+    if int(version[2]) > minor:
+        return (f"built for plugin API {declared} ({API_DECLARATION}), but {provided}: upgrade scorer to a "
+                f"release that provides plugin API {declared}")
+    return ""
+
+
 def _hook_of(impl: pluggy.HookImpl) -> Callable[[PluginRegistry], object]:
     """A distribution's ``scorer_register_plugins``, called with the registry."""
     return lambda registry: impl.function(registry=registry)
@@ -214,7 +244,7 @@ def _hook_mismatch(exc: Exception) -> str:
 def _no_hook(module: Any) -> str:
     """Why ``module`` implements no hook: the hook is missing, misspelled, or not marked."""
     if callable(getattr(module, HOOK, None)):
-        return f"{HOOK} is not marked with @scorer.hookspecs.hookimpl, so it is never called"
+        return f"{HOOK} is not marked with @scorer.plugin.hookimpl, so it is never called"
     names = [name for name in dir(module) if callable(getattr(module, name, None))]
     return f"it implements no hook: {HOOK} is missing{_did_you_mean(HOOK, names)}"
 

@@ -22,6 +22,19 @@ reads through its handle::
 
 Builders go through the same parser as real manifests (``scorer.model``),
 so what a test builds is what scorer would read from the API.
+
+A plugin's tests need only this module and ``scorer.plugin``: what they drive
+of scorer itself end to end is re-exported here.
+``build_registry(autoload=False, modules=[my_plugin])`` registers a
+distribution's entry-point module alone; ``load_config``,
+``load_config_text`` and ``resolve_config`` read a KubeSchedulerConfiguration
+against its catalog (``ConfigError`` lists every error with its field path;
+``PluginError`` is a plugin that cannot start); ``structure`` and
+``unstructure`` convert args as ``pluginConfig`` does; ``simulate``,
+``explain_pod`` and ``assemble`` run the scheduler on a cluster held in memory
+(``InMemoryCluster``, ``load_objects``, ``LoadedObjects``, ``VirtualClock``,
+``MetricsSnapshot``, ``snapshot_from_documents``); ``matches`` says whether
+an event a plugin registered covers another.
 """
 
 from __future__ import annotations
@@ -31,13 +44,28 @@ from typing import Any
 
 import attrs
 
+from scorer.assembly import assemble
 from scorer.cache import ClusterCache
+from scorer.cluster.memory import InMemoryCluster
+from scorer.config import load_config, load_config_text, resolve_config, structure, unstructure
 from scorer.cycle import ScheduleAlgorithm
+from scorer.errors import ConfigError, PluginError
+from scorer.explain import explain_pod
 from scorer.framework.catalog import PluginInfo, extension_points_of
 from scorer.framework.cycle_state import CycleState
+from scorer.framework.events import matches
 from scorer.framework.runtime import Framework, Handle
 from scorer.framework.status import Status
-from scorer.model import Namespace, Node, Pod, node_from_dict, pod_from_dict, storage_from_dict
+from scorer.model import (
+    LoadedObjects,
+    Namespace,
+    Node,
+    Pod,
+    load_objects,
+    node_from_dict,
+    pod_from_dict,
+    storage_from_dict,
+)
 from scorer.model.storage import (
     IMMEDIATE,
     NO_PROVISIONER,
@@ -47,12 +75,32 @@ from scorer.model.storage import (
     StorageClass,
     StorageObject,
 )
+from scorer.registry import build_registry
 from scorer.scheduler import ScheduleOneResult, Scheduler
-from scorer.sources import MetricsSnapshot, SourceHub
+from scorer.simulate import VirtualClock, simulate
+from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
 
 __all__ = [
+    "ConfigError",
+    "InMemoryCluster",
+    "LoadedObjects",
+    "MetricsSnapshot",
+    "PluginError",
     "PluginRun",
+    "VirtualClock",
+    "assemble",
+    "build_registry",
+    "explain_pod",
+    "load_config",
+    "load_config_text",
+    "load_objects",
+    "matches",
+    "resolve_config",
     "schedule_pending",
+    "simulate",
+    "snapshot_from_documents",
+    "structure",
+    "unstructure",
     "make_cache",
     "make_handle",
     "make_source_hub",

@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 PLUGIN = textwrap.dedent('''
     import attrs
-    from scorer.hookspecs import hookimpl
+    from scorer.plugin import hookimpl
 
+    SCORER_PLUGIN_API = "1.0"
     NAME = "PreferLabel"
 
     @attrs.frozen

@@ -12,7 +12,7 @@ Layers, from the bottom; a module may import only from its own layer or below:
  6. ``scorer.plugins``
  7. ``scorer.config``, ``scorer.queue``
  8. ``scorer.cycle``, ``scorer.scheduler``, ``scorer.binding``, ``scorer.cluster``, ``scorer.kube``,
-    ``scorer.eventhandlers``, ``scorer.hookspecs``, ``scorer.registry``
+    ``scorer.eventhandlers``, ``scorer.hookspecs``, ``scorer.registry``, ``scorer.plugin``
  9. ``scorer.assembly``, ``scorer.simulate``, ``scorer.explain``, ``scorer.testing``, ``scorer.cli``,
     ``scorer.service``, ``scorer.extender``, ``scorer.__main__``, ``scorer.data``, ``scorer.bench``
 
@@ -51,7 +51,7 @@ LAYERS: dict[str, int] = {
     "scorer.plugins": 6,
     "scorer.config": 7, "scorer.queue": 7,
     "scorer.cycle": 8, "scorer.scheduler": 8, "scorer.binding": 8, "scorer.cluster": 8, "scorer.kube": 8,
-    "scorer.eventhandlers": 8, "scorer.hookspecs": 8, "scorer.registry": 8,
+    "scorer.eventhandlers": 8, "scorer.hookspecs": 8, "scorer.registry": 8, "scorer.plugin": 8,
     "scorer.assembly": 9, "scorer.simulate": 9, "scorer.explain": 9, "scorer.testing": 9, "scorer.cli": 9,
     "scorer.service": 9, "scorer.extender": 9, "scorer.__main__": 9, "scorer.data": 9, "scorer.bench": 9,
 }

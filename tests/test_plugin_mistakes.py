@@ -38,8 +38,7 @@ CLUSTER = textwrap.dedent("""
 HEADER = """
     import attrs
     import numpy as np
-    from scorer.framework import Code, Status
-    from scorer.hookspecs import hookimpl
+    from scorer.plugin import Code, Status, hookimpl
 
     NAME = "Tier"
 """
@@ -133,12 +132,20 @@ BROKEN = {
     "import-error": (
         {"header": HEADER + "    import tier_helpers_that_do_not_exist\n"},
         (), "cannot import {module}: ModuleNotFoundError: No module named 'tier_helpers_that_do_not_exist'"),
+    "plugin-api-major": (
+        {"header": HEADER + '    SCORER_PLUGIN_API = "2.0"\n'},
+        (), "built for plugin API 2.0 (SCORER_PLUGIN_API), but scorer 0.1.0 provides plugin API 1.0: install a "
+            "release of scorer-tier built for plugin API 1.x"),
+    "plugin-api-minor": (
+        {"header": HEADER + '    SCORER_PLUGIN_API = "1.1"\n'},
+        (), "built for plugin API 1.1 (SCORER_PLUGIN_API), but scorer 0.1.0 provides plugin API 1.0: upgrade "
+            "scorer to a release that provides plugin API 1.1"),
     "misspelled-hook": (
         {"hook": HOOK.replace("def scorer_register_plugins", "def scorer_register_plugin")},
         (), "unknown hook scorer_register_plugin (did you mean scorer_register_plugins?)"),
     "hook-not-marked": (
         {"hook": HOOK.replace("    @hookimpl\n", "")},
-        (), "scorer_register_plugins is not marked with @scorer.hookspecs.hookimpl, so it is never called"),
+        (), "scorer_register_plugins is not marked with @scorer.plugin.hookimpl, so it is never called"),
     "hook-signature": (
         {"hook": HOOK.replace("scorer_register_plugins(registry):\n        registry.",
                               "scorer_register_plugins(reg):\n        reg.")},

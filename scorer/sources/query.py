@@ -10,7 +10,8 @@ expressions (``"eth{0,1}"``, ``"\\p{L}"``).
 ``template_errors`` reports what would otherwise reach Prometheus as is and
 fail there, or worse, match nothing: a ``{name}`` that is not a placeholder
 of the plugin (a typo such as ``{rnage}``), a ``{`` or ``}`` outside string
-literals without its partner, and a string literal left open.
+literals without its partner, and a string literal left open. ``fill_query``
+turns a checked template into the PromQL a source runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+
+from scorer.sources.args import SourceArgs
 
 BY = "by"
 DEVICE = "device"
@@ -79,6 +82,15 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
         return template
     pattern = re.compile(r"\{(" + "|".join(re.escape(name) for name in values) + r")\}")
     return pattern.sub(lambda m: values[m.group(1)], template)
+
+
+def fill_query(template: str, source: SourceArgs, **values: str) -> str:
+    """A plugin's query template as the PromQL its source runs: ``{by}`` becomes the labels
+    ``source.nodeMapping`` finds nodes by (``node, kubernetes_node, nodename, instance`` with
+    ``by: auto``), so an aggregation keeps them; each other ``{name}`` becomes ``values[name]``
+    (``fill_query(t, args.source, range=promql_duration(args.time_range))``). Every other brace is
+    PromQL's and stays as written."""
+    return fill_template(template, {BY: source.node_mapping.mapping().group_labels(), **values})
 
 
 def promql_duration(window: timedelta) -> str:

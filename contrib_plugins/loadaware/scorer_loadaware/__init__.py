@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from scorer.hookspecs import hookimpl
+from scorer.plugin import PluginRegistry, hookimpl
 from scorer_loadaware.plugin import (
     METRICS,
     NAME,
@@ -18,8 +16,8 @@ from scorer_loadaware.plugin import (
     target_packing,
 )
 
-if TYPE_CHECKING:
-    from scorer.framework.catalog import PluginRegistry
+#: The plugin API this distribution is built for (``scorer.plugin.PLUGIN_API_VERSION``).
+SCORER_PLUGIN_API = "1.0"
 
 __all__ = [
     "METRICS",
@@ -27,6 +25,7 @@ __all__ = [
     "EstimatorArgs",
     "LoadAware",
     "LoadAwareArgs",
+    "SCORER_PLUGIN_API",
     "ResourceWeight",
     "UsageThresholds",
     "least_utilized",

@@ -50,32 +50,43 @@ import functools
 from collections.abc import Hashable
 from datetime import timedelta
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 
 import attrs
 import numpy as np
 
-from scorer.framework import Code, FilterVerdict, NodeBatch
-from scorer.framework.events import ADD, DELETE, NODE, POD, UPDATE_NODE_ALLOCATABLE, ClusterEvent
-from scorer.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
-from scorer.inputs.describe import quote
-from scorer.plugins.helper.metricreader import MetricReader, Reading, RowMemo, finite, source_hub
-from scorer.sources import (
+from scorer.plugin import (
+    ADD,
+    BY,
+    DELETE,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NODE,
+    POD,
+    RANGE,
+    UPDATE_NODE_ALLOCATABLE,
+    ClusterEvent,
+    Code,
+    CycleState,
     DataPolicyArgs,
+    FilterVerdict,
+    Handle,
+    MetricReader,
+    NodeBatch,
+    PluginRegistry,
+    Pod,
+    Reading,
+    RowMemo,
     SourceArgs,
     address_errors,
-    fill_template,
+    fill_query,
+    finite,
+    metric_reader,
     policy_timing_errors,
     promql_duration,
+    quote,
     template_errors,
 )
-from scorer.sources.query import BY, RANGE
-
-if TYPE_CHECKING:
-    from scorer.framework import CycleState
-    from scorer.framework.catalog import PluginRegistry
-    from scorer.framework.runtime import Handle
-    from scorer.model import Pod
 
 NAME = "LoadAware"
 CPU = "cpu"
@@ -182,10 +193,10 @@ class LoadAwareArgs:
         scored = {r.name for r in self.resources}
         return tuple(r for r in RESOURCES if r in scored or self.usage_thresholds.of(r) > 0)
 
-    def promql(self, resource: str, by: str) -> str:
+    def promql(self, resource: str) -> str:
         """The query for ``resource`` with ``{by}`` and ``{range}`` filled in."""
         custom = self.cpu_query if resource == CPU else self.memory_query
-        return fill_template(custom.strip() or QUERIES[resource], {BY: by, RANGE: promql_duration(self.time_range)})
+        return fill_query(custom.strip() or QUERIES[resource], self.source, range=promql_duration(self.time_range))
 
     def validate(self) -> list[tuple[str, str]]:
         errors: list[tuple[str, str]] = list(address_errors(self.address))
@@ -243,14 +254,13 @@ class LoadAware:
 
     def __init__(self, args: LoadAwareArgs, handle: Handle) -> None:
         self.args = args
-        hub = source_hub(handle)
-        by = args.source.node_mapping.mapping().group_labels()
-        self.readers: dict[str, MetricReader] = {}
-        for resource in args.read_resources:
-            metric = METRICS[resource]
-            source = hub.source(plugin=NAME, metric=metric, address=args.address, query=args.promql(resource, by),
-                                source_args=args.source, combine="mean")
-            self.readers[resource] = MetricReader(hub, NAME, metric, source, args.policy, args.source)
+        # One reader per metric read; a pod placed since a node's sample adds its estimate to the node.
+        self.readers: dict[str, MetricReader] = {
+            resource: metric_reader(handle, NAME, METRICS[resource], address=args.address,
+                                    query=args.promql(resource), source=args.source, policy=args.policy,
+                                    combine="mean", pod_estimate=functools.partial(self.estimate, resource=resource))
+            for resource in args.read_resources
+        }
         self.scored = tuple((r.name, r.weight) for r in args.resources)
         self.total_weight = sum(weight for _, weight in self.scored)
         self.single = len(self.scored) == 1 and self.total_weight == 1  # the score is one resource's
@@ -258,15 +268,12 @@ class LoadAware:
         self.threshold_reasons = {r: THRESHOLD_REASON.format(label=LABELS[r], threshold=t)
                                   for r, t in self.thresholds.items()}
         self.filtering = bool(self.thresholds) or args.policy.on_missing == "filter"
-        # One callable per resource, the same every cycle: the readers keep its in-flight sums by node.
-        self.estimators = {resource: functools.partial(self.estimate, resource=resource) for resource in RESOURCES}
-        # Filter's verdicts and Score's scores by node, kept between cycles (a node's depend on it alone);
-        # Score keeps them for pods of the estimate it saw last (pods of one workload are alike).
+        # Filter's verdicts (per threshold) and Score's scores (per pod estimate) by node, kept between
+        # cycles: a node's depend on it alone.
         self.over_memos = {resource: RowMemo(reader, functools.partial(self._over, resource))
                            for resource, reader in self.readers.items()}
-        self.score_memos = {resource: RowMemo(reader, functools.partial(self._memo_scores, resource))
+        self.score_memos = {resource: RowMemo(reader, functools.partial(self._scores, resource))
                             for resource, reader in self.readers.items()}
-        self._last_estimate: dict[str, float] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """What can lower a rejected node's prediction: a new node, more allocatable (in-flight load is
@@ -300,13 +307,9 @@ class LoadAware:
         for resource, weight in self.scored:
             reader = self.readers[resource]
             reading = reader.read(nodes, state=state)
-            estimate = self.estimate(pod, resource)
-            if estimate == self._last_estimate.get(resource):  # pods alike: their scores by row are kept
-                # (the prediction only matters for a weighted mean of several resources)
-                arrays = self.score_memos[resource].get(reading, nodes, estimate, count=2 if self.single else None)
-            else:
-                arrays = self._scores(resource, reading, nodes, estimate)
-                self._last_estimate[resource] = estimate
+            # (the prediction only matters for a weighted mean of several resources)
+            arrays = self.score_memos[resource].get(reading, nodes, self.estimate(pod, resource),
+                                                    count=2 if self.single else None)
             parts.append(_Part(reader, reading, arrays[2] if len(arrays) > 2 else None, arrays[0], arrays[1], weight))
         state.write(_SCORE_KEY, _ScoreState(tuple(parts)))
         if self.single:  # one resource of weight 1: its raw score
@@ -324,15 +327,11 @@ class LoadAware:
             total += part.weight * part.reader.apply_policy(part.score, part.reading)
         return total // self.total_weight
 
-    def _memo_scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: Hashable
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self._scores(resource, reading, nodes, cast(float, estimate))
-
-    def _scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: float
+    def _scores(self, resource: str, reading: Reading, nodes: NodeBatch, estimate: Hashable
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per node, with a pod of ``estimate``: the raw score the prediction alone gives, the strategy's
         score (0% where the node has no fresh data: the data policy replaces it), and the prediction."""
-        predicted = self._predict(resource, reading, nodes, estimate)
+        predicted = self._predict(resource, reading, nodes, cast(float, estimate))
         usable = reading.usable
         known = np.where(usable, predicted, 0.0)
         if self.args.strategy == LEAST_UTILIZED:
@@ -351,7 +350,7 @@ class LoadAware:
         return self._predict(resource, reading, nodes, None if pod is None else self.estimate(pod, resource))
 
     def _predict(self, resource: str, reading: Reading, nodes: NodeBatch, extra: float | None) -> np.ndarray:
-        load = reading.in_flight_load(self.estimators[resource])
+        load = reading.in_flight_load()
         if extra:
             load += extra
         column = nodes.table.resource_index.get(resource)

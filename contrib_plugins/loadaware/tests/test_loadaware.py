@@ -17,26 +17,9 @@ import yaml
 from scorer_loadaware import METRICS, NAME, LoadAware, LoadAwareArgs, least_utilized, target_packing
 from scorer_loadaware.plugin import MAX_RAW_SCORE, factory
 
-from scorer.assembly import assemble
-from scorer.cluster.memory import InMemoryCluster
-from scorer.config import load_config, load_config_text, resolve_config, structure
-from scorer.errors import ConfigError
-from scorer.explain import explain_pod
-from scorer.framework import Code, CycleState, NodeBatch
-from scorer.framework.events import ClusterEvent, matches
-from scorer.model import load_objects
-from scorer.registry import build_registry
-from scorer.simulate import simulate
-from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
-from scorer.testing import (
-    make_cache,
-    make_handle,
-    make_node,
-    make_pod,
-    make_source_hub,
-    plugin_config,
-    run_plugin,
-)
+from scorer import testing
+from scorer.plugin import ClusterEvent, Code, CycleState, NodeBatch, SourceHub
+from scorer.testing import make_cache, make_handle, make_node, make_pod, make_source_hub, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PATH = "profiles[0].pluginConfig[0].args"
@@ -44,7 +27,7 @@ PATH = "profiles[0].pluginConfig[0].args"
 
 def args_from(data: dict | None) -> LoadAwareArgs:
     """Args as the configuration converts them (camelCase keys, validated)."""
-    return structure(LoadAwareArgs, data, "args", kind="LoadAwareArgs")
+    return testing.structure(LoadAwareArgs, data, "args", kind="LoadAwareArgs")
 
 
 def build(metrics: dict, args: dict | None = None, hub: SourceHub | None = None) -> LoadAware:
@@ -320,8 +303,8 @@ def only_loadaware(args: dict) -> dict:
 
 
 def placed_on(args: dict) -> Counter:
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
-    report = simulate(load_objects(burst_cluster()), only_loadaware(args), registry=registry)
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
+    report = testing.simulate(testing.load_objects(burst_cluster()), only_loadaware(args), registry=registry)
     assert report.placed == 6
     return Counter(p.node for p in report.placements)
 
@@ -585,9 +568,9 @@ def config_with_args(args: dict) -> dict:
     ],
 )
 def test_invalid_args_name_the_field(args, errors):
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
-    with pytest.raises(ConfigError) as info:
-        load_config(config_with_args(args), registry.catalog())
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
+    with pytest.raises(testing.ConfigError) as info:
+        testing.load_config(config_with_args(args), registry.catalog())
     assert info.value.errors == [(f"{PATH}.{path}", message) for path, message in errors]
 
 
@@ -631,13 +614,13 @@ def test_extreme_requests_and_values_never_overflow(strategy):
 )
 def test_events_to_register(event, interested):
     plugin = build({"cpu_utilization": {}}, {"usageThresholds": {"cpu": 80}})
-    assert any(matches(r, event) for r in plugin.events_to_register()) is interested
+    assert any(testing.matches(r, event) for r in plugin.events_to_register()) is interested
 
 
 def test_pod_rejected_by_a_threshold_waits_for_a_deleted_pod():
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
-    asm = assemble(plugin_config(NAME, {"usageThresholds": {"cpu": 80}}), InMemoryCluster([], [], []),
-                   registry=registry, metrics_snapshot=MetricsSnapshot({"cpu_utilization": {}}))
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
+    asm = testing.assemble(plugin_config(NAME, {"usageThresholds": {"cpu": 80}}), testing.InMemoryCluster([], [], []),
+                           registry=registry, metrics_snapshot=testing.MetricsSnapshot({"cpu_utilization": {}}))
     asm.queue.add(make_pod("p"))
     info = asm.queue.pop()
     assert asm.queue.add_unschedulable_if_not_present(info, unschedulable_plugins=[NAME]) == "unschedulable"
@@ -659,12 +642,12 @@ def test_readme_configuration_is_valid(monkeypatch):
     real_isfile, real_access = os.path.isfile, os.access
     monkeypatch.setattr(os.path, "isfile", lambda p: str(p).startswith("/var/run/secrets/") or real_isfile(p))
     monkeypatch.setattr(os, "access", lambda p, mode: str(p).startswith("/var/run/secrets/") or real_access(p, mode))
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
     configs = readme_blocks("KubeSchedulerConfiguration")
     assert configs
     for text in configs:
-        config = load_config_text(text, registry.catalog(), source=str(README))
-        profile = resolve_config(config, registry.catalog())[0]
+        config = testing.load_config_text(text, registry.catalog(), source=str(README))
+        profile = testing.resolve_config(config, registry.catalog())[0]
         assert NAME in profile.points["score"]
         assert isinstance(profile.args[NAME], LoadAwareArgs)
 
@@ -672,15 +655,16 @@ def test_readme_configuration_is_valid(monkeypatch):
 def test_readme_snapshot_drives_a_simulation():
     blocks = readme_blocks("MetricsSnapshot")
     assert len(blocks) == 1
-    snapshot = snapshot_from_documents(list(yaml.safe_load_all(blocks[0])), str(README))
+    snapshot = testing.snapshot_from_documents(list(yaml.safe_load_all(blocks[0])), str(README))
     assert snapshot is not None and set(snapshot.metrics) == set(METRICS.values())
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
     config = readme_blocks("KubeSchedulerConfiguration")[0]
     cluster = "\n---\n".join(
         f"kind: Node\nmetadata: {{name: {name}}}\nstatus: {{allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}}}"
         for name in snapshot.metrics["cpu_utilization"]
     ) + "\n---\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}\n"
-    report = simulate(load_objects(cluster), yaml.safe_load(config), registry=registry, metrics_snapshot=snapshot)
+    report = testing.simulate(testing.load_objects(cluster), yaml.safe_load(config), registry=registry,
+                              metrics_snapshot=snapshot)
     assert report.placed == 1
 
 
@@ -690,8 +674,8 @@ def test_readme_snapshot_drives_a_simulation():
 def test_explain_shows_predicted_utilization_and_metrics():
     cluster = BURST + "---\nkind: Pod\nmetadata: {name: web}\n" \
                       "spec: {containers: [{name: c, resources: {requests: {cpu: '4'}}}]}\n"
-    registry = build_registry(autoload=False, modules=[scorer_loadaware])
-    out = explain_pod(load_objects(cluster), only_loadaware({}), "default/web", registry=registry)
+    registry = testing.build_registry(autoload=False, modules=[scorer_loadaware])
+    out = testing.explain_pod(testing.load_objects(cluster), only_loadaware({}), "default/web", registry=registry)
     # 4000m * 0.85 / 32000m = 10.625%: a 20.6% (score 70.9), b and c 30.6% (85.9)
     scores = {n: out["nodes"][n]["scores"][NAME] for n in "abc"}
     assert {n: (s["raw"], s["normalized"]) for n, s in scores.items()} == {"a": (21, 70), "b": (31, 85), "c": (31, 85)}

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from scorer.hookspecs import hookimpl
+from scorer.plugin import PluginRegistry, hookimpl
 from scorer_networkaware.plugin import ERR_REASON, NAME, NetworkAware, NetworkAwareArgs, factory, register
 
-if TYPE_CHECKING:
-    from scorer.framework.catalog import PluginRegistry
+#: The plugin API this distribution is built for (``scorer.plugin.PLUGIN_API_VERSION``).
+SCORER_PLUGIN_API = "1.0"
 
-__all__ = ["ERR_REASON", "NAME", "NetworkAware", "NetworkAwareArgs", "factory", "scorer_register_plugins"]
+__all__ = ["ERR_REASON", "NAME", "SCORER_PLUGIN_API", "NetworkAware", "NetworkAwareArgs", "factory",
+           "scorer_register_plugins"]
 
 
 @hookimpl

@@ -15,21 +15,30 @@ dict lookup and one numpy comparison instead of a Python loop over nodes.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from scorer.framework import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, FilterVerdict, NodeBatch, Status
-from scorer.framework.events import ADD, NODE, UNSCHEDULABLE_POD, UPDATE, UPDATE_NODE_LABEL, ClusterEvent
-from scorer.inputs.describe import quote
-from scorer.inputs.names import qualified_name_errors
-
-if TYPE_CHECKING:
-    from scorer.framework import CycleState
-    from scorer.framework.catalog import PluginRegistry
-    from scorer.framework.runtime import Handle
-    from scorer.model import Pod
+from scorer.plugin import (
+    ADD,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NODE,
+    UNSCHEDULABLE_POD,
+    UPDATE,
+    UPDATE_NODE_LABEL,
+    ClusterEvent,
+    Code,
+    CycleState,
+    FilterVerdict,
+    Handle,
+    NodeBatch,
+    PluginRegistry,
+    Pod,
+    Status,
+    qualified_name_errors,
+    quote,
+)
 
 NAME = "NetworkAware"
 # One reason per requested value, so the FitError names the label to add:

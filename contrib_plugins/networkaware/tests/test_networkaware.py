@@ -11,16 +11,9 @@ import pytest
 import scorer_networkaware
 from scorer_networkaware import ERR_REASON, NAME, NetworkAwareArgs, factory
 
-from scorer.assembly import assemble
-from scorer.cluster.memory import InMemoryCluster
-from scorer.config import load_config, load_config_text, resolve_config, structure, unstructure
-from scorer.errors import ConfigError
-from scorer.framework import Code, NodeBatch
-from scorer.framework.events import ClusterEvent, matches
-from scorer.model import load_objects
-from scorer.registry import build_registry
-from scorer.simulate import VirtualClock, simulate
-from scorer.testing import make_cache, make_handle, make_node, make_pod, plugin_config, run_plugin, schedule_pending
+from scorer import testing
+from scorer.plugin import ClusterEvent, Code, NodeBatch
+from scorer.testing import make_cache, make_handle, make_node, make_pod, plugin_config, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -36,7 +29,7 @@ DEFAULT_REASON = ERR_REASON.format(
 
 def args_from(data: dict | None) -> NetworkAwareArgs:
     """Args as the configuration converts them (camelCase keys, validated)."""
-    return structure(NetworkAwareArgs, data, "args", kind="NetworkAwareArgs")
+    return testing.structure(NetworkAwareArgs, data, "args", kind="NetworkAwareArgs")
 
 
 def wants(value: str, key: str = "my-network-preference"):
@@ -140,7 +133,7 @@ def test_label_codes_follow_node_updates():
 def test_default_args():
     args = args_from(None)
     assert args == NetworkAwareArgs()
-    assert unstructure(args) == {
+    assert testing.unstructure(args) == {
         "podAnnotation": "my-network-preference",
         "nodeLabel": "network-topology",
         "values": ["high-speed"],
@@ -178,9 +171,9 @@ PATH = "profiles[0].pluginConfig[0].args"
     ],
 )
 def test_invalid_args_name_the_field(args, errors):
-    registry = build_registry(autoload=False, modules=[scorer_networkaware])
-    with pytest.raises(ConfigError) as info:
-        load_config(config_with_args(args), registry.catalog())
+    registry = testing.build_registry(autoload=False, modules=[scorer_networkaware])
+    with pytest.raises(testing.ConfigError) as info:
+        testing.load_config(config_with_args(args), registry.catalog())
     assert info.value.errors == [(f"{PATH}.{path}", message) for path, message in errors]
 
 
@@ -190,12 +183,12 @@ def readme_configs() -> list[str]:
 
 
 def test_readme_configuration_is_valid():
-    registry = build_registry(autoload=False, modules=[scorer_networkaware])
+    registry = testing.build_registry(autoload=False, modules=[scorer_networkaware])
     configs = readme_configs()
     assert configs
     for text in configs:
-        config = load_config_text(text, registry.catalog(), source=str(README))
-        profile = resolve_config(config, registry.catalog())[0]
+        config = testing.load_config_text(text, registry.catalog(), source=str(README))
+        profile = testing.resolve_config(config, registry.catalog())[0]
         assert NAME in profile.points["filter"] and NAME in profile.points["score"]
         assert isinstance(profile.args[NAME], NetworkAwareArgs)
 
@@ -217,7 +210,7 @@ def test_readme_configuration_is_valid():
 )
 def test_events_to_register(event, interested):
     registered = factory(NetworkAwareArgs(), make_handle()).events_to_register()
-    assert any(matches(r, event) for r in registered) is interested
+    assert any(testing.matches(r, event) for r in registered) is interested
 
 
 # -- end to end ------------------------------------------------------------------------------------
@@ -248,8 +241,8 @@ items:
 
 def test_simulate_places_annotated_pods_on_labelled_nodes():
     config = config_with_args({"values": ["high-speed", "infiniband"]})
-    registry = build_registry(autoload=False, modules=[scorer_networkaware])
-    report = simulate(load_objects(CLUSTER), config, registry=registry)
+    registry = testing.build_registry(autoload=False, modules=[scorer_networkaware])
+    report = testing.simulate(testing.load_objects(CLUSTER), config, registry=registry)
     placements = {p.pod: p for p in report.placements}
     assert placements["default/wants-fast"].node == "fast"
     assert placements["default/wants-fast"].decided_by == "only feasible node of 3"
@@ -268,8 +261,8 @@ def test_simulate_places_annotated_pods_on_labelled_nodes():
 def test_simulate_preference_only_favours_labelled_node():
     config = config_with_args({"requireMatch": False})
     config["profiles"][0]["plugins"]["multiPoint"]["enabled"][0]["weight"] = 20
-    registry = build_registry(autoload=False, modules=[scorer_networkaware])
-    report = simulate(load_objects(CLUSTER), config, registry=registry)
+    registry = testing.build_registry(autoload=False, modules=[scorer_networkaware])
+    report = testing.simulate(testing.load_objects(CLUSTER), config, registry=registry)
     placements = {p.pod: p for p in report.placements}
     assert placements["default/wants-fast"].node == "fast"
     assert "NetworkAware +2000" in placements["default/wants-fast"].decided_by
@@ -279,19 +272,19 @@ def test_simulate_preference_only_favours_labelled_node():
 
 
 def test_relabelled_node_releases_the_waiting_pod():
-    registry = build_registry(autoload=False, modules=[scorer_networkaware])
+    registry = testing.build_registry(autoload=False, modules=[scorer_networkaware])
     nodes = [make_node("standard", labels={"network-topology": "standard"})]
     pod = wants("high-speed")
-    cluster = InMemoryCluster(nodes, [pod], [])
-    clock = VirtualClock()
-    asm = assemble(config_with_args({}), cluster, registry=registry, clock=clock)
+    cluster = testing.InMemoryCluster(nodes, [pod], [])
+    clock = testing.VirtualClock()
+    asm = testing.assemble(config_with_args({}), cluster, registry=registry, clock=clock)
     cluster.start(asm.handlers)
-    asyncio.run(schedule_pending(asm.scheduler))
+    asyncio.run(testing.schedule_pending(asm.scheduler))
     assert asm.queue.pending_counts()["unschedulable"] == 1
     assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Add")) == 0
 
     asm.cache.update_node(make_node("standard", labels={"network-topology": "high-speed"}))
     assert asm.queue.move_all_to_active_or_backoff(ClusterEvent("Node", "UpdateNodeLabel")) == 1
     clock.advance_to(60)  # past the pod's backoff
-    asyncio.run(schedule_pending(asm.scheduler))
+    asyncio.run(testing.schedule_pending(asm.scheduler))
     assert cluster.pods[pod.key].node_name == "standard"

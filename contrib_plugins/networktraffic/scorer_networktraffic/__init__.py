@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from scorer.hookspecs import hookimpl
+from scorer.plugin import PluginRegistry, hookimpl
 from scorer_networktraffic.plugin import NAME, NetworkTraffic, NetworkTrafficArgs, register
 
-if TYPE_CHECKING:
-    from scorer.framework.catalog import PluginRegistry
+#: The plugin API this distribution is built for (``scorer.plugin.PLUGIN_API_VERSION``).
+SCORER_PLUGIN_API = "1.0"
 
-__all__ = ["NAME", "NetworkTraffic", "NetworkTrafficArgs", "scorer_register_plugins"]
+__all__ = ["NAME", "SCORER_PLUGIN_API", "NetworkTraffic", "NetworkTrafficArgs", "scorer_register_plugins"]
 
 
 @hookimpl

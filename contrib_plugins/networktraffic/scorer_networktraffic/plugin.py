@@ -22,33 +22,39 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import attrs
 import numpy as np
 
-from scorer.framework import FilterVerdict, NodeBatch
-from scorer.framework.events import ADD, NODE, ClusterEvent
-from scorer.framework.types import MAX_NODE_SCORE
-from scorer.inputs.duration import parse_duration
-from scorer.plugins.helper.metricreader import FLOAT_MAX, MetricReader, Reading, RowMemo, finite, source_hub
-from scorer.sources import (
+from scorer.plugin import (
+    ADD,
+    BY,
+    DEVICE,
+    FLOAT_MAX,
+    MAX_NODE_SCORE,
+    NODE,
+    RANGE,
+    ClusterEvent,
+    CycleState,
     DataPolicyArgs,
+    FilterVerdict,
+    Handle,
+    NodeBatch,
+    PluginRegistry,
+    Pod,
+    Reading,
+    RowMemo,
     SourceArgs,
     address_errors,
-    fill_template,
+    fill_query,
+    finite,
+    metric_reader,
+    parse_duration,
     policy_timing_errors,
     promql_duration,
     template_errors,
 )
-from scorer.sources.query import BY, DEVICE, RANGE
-from scorer.state.nodetable import PODS
-
-if TYPE_CHECKING:
-    from scorer.framework import CycleState
-    from scorer.framework.catalog import PluginRegistry
-    from scorer.framework.runtime import Handle
-    from scorer.model import Pod
 
 NAME = "NetworkTraffic"
 DEFAULT_INTERFACE = "eth0"
@@ -111,9 +117,10 @@ class NetworkTrafficArgs:
     def metric(self) -> str:
         return METRICS[self.direction]
 
-    def promql(self, by: str) -> str:
-        return fill_template(self.query or QUERIES[self.direction],
-                             {BY: by, DEVICE: self.device, RANGE: promql_duration(self.window)})
+    def promql(self) -> str:
+        """The query with ``{by}``, ``{device}`` and ``{range}`` filled in."""
+        return fill_query(self.query or QUERIES[self.direction], self.source, device=self.device,
+                          range=promql_duration(self.window))
 
     def validate(self) -> list[tuple[str, str]]:
         errors: list[tuple[str, str]] = []
@@ -188,15 +195,12 @@ class NetworkTraffic:
 
     def __init__(self, args: NetworkTrafficArgs, handle: Handle) -> None:
         self.args = args
-        hub = source_hub(handle)
-        query = args.promql(args.source.node_mapping.mapping().group_labels())
-        self.source = hub.source(plugin=NAME, metric=args.metric, address=args.prometheus_url, query=query,
-                                 source_args=args.source, combine="sum")
-        self.reader = MetricReader(hub, NAME, args.metric, self.source, args.policy, args.source)
+        self.reader = metric_reader(handle, NAME, args.metric, address=args.prometheus_url, query=args.promql(),
+                                    source=args.source, policy=args.policy, combine="sum")
+        self.source = self.reader.source
         # Each node's traffic and raw score depend on it alone (its value, its in-flight pods) once the
         # estimate is fixed: kept by row between cycles, computed again for the nodes that get a pod.
         self.memo = RowMemo(self.reader, self._per_node)
-        self._estimate_of: tuple[object, _Estimate] | None = None  # (the reading's table key, its estimate)
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Filter rejects only nodes without fresh data (``onMissing: filter``). Fresh data comes with a
@@ -214,7 +218,7 @@ class NetworkTraffic:
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         reading = self.reader.read(nodes, state=state)
-        traffic, raw = self.memo.get(reading, nodes, self._estimate(reading, nodes))
+        traffic, raw = self.memo.get(reading, nodes, reading.per_table(self._estimate))
         state.write(_SCORE_KEY, _ScoreState(reading, traffic))
         return raw
 
@@ -225,9 +229,9 @@ class NetworkTraffic:
             return _normalize_finite(score_state.traffic)
         return self.reader.apply_policy(normalize(score_state.traffic, reading.usable), reading)
 
-    def _estimate(self, reading: Reading, nodes: NodeBatch) -> _Estimate:
+    def _estimate(self, whole: Reading, every: NodeBatch) -> _Estimate:
         """The scale and the per-pod estimate, from every node of the table with fresh data when a
-        metrics reading (or a new node layout) is first read, kept until the next one.
+        metrics reading (or a new node layout) is first read, kept until the next one (``per_table``).
 
         The scale is a power of two near the largest fresh value or the configured estimate, so no sum
         overflows whatever the metric says, and every result is what the unscaled arithmetic gives
@@ -235,12 +239,6 @@ class NetworkTraffic:
         traffic per running pod on the nodes with fresh data, each node counted as one pod of baseline:
         sum(values) / (pods + nodes), with the pods bound when the reading is first read (pods placed
         since are in flight: the reading does not show their traffic yet)."""
-        key = reading.table_key
-        if self._estimate_of is not None and self._estimate_of[0] is key:
-            return self._estimate_of[1]
-        table = nodes.table
-        every = NodeBatch(table, table.rows())
-        whole = self.reader.read(every, reading.now)
         usable = whole.usable
         fresh = whole.values if whole.all_usable else whole.values[usable]
         configured = self.args.pod_traffic_estimate
@@ -248,11 +246,9 @@ class NetworkTraffic:
         with np.errstate(under="ignore"):  # tiny / huge flushes to 0: harmless
             per_pod = configured / scale if configured is not None else 0.0
             if configured is None and len(fresh):
-                pods = every.resource_matrix("requested")[:, PODS][usable].sum()
+                pods = every.requested("pods")[usable].sum()
                 per_pod = float((fresh / scale).sum() / (pods + len(fresh)))
-        estimate = _Estimate(scale, per_pod)
-        self._estimate_of = (key, estimate)
-        return estimate
+        return _Estimate(scale, per_pod)
 
     def _per_node(self, reading: Reading, nodes: NodeBatch, key: Hashable) -> tuple[np.ndarray, np.ndarray]:
         """Per node, (value + in-flight pods x per-pod estimate) / scale, at least 0 (NaN stays NaN), and

@@ -21,17 +21,8 @@ import yaml
 from scorer_networktraffic import NAME, NetworkTraffic, NetworkTrafficArgs
 from scorer_networktraffic.plugin import MAX_RAW_SCORE, METRICS, factory, normalize
 
-from scorer.assembly import assemble
-from scorer.cli import main
-from scorer.cluster.memory import InMemoryCluster
-from scorer.config import load_config, load_config_text, resolve_config, structure
-from scorer.errors import ConfigError, PluginError
-from scorer.framework import Code, CycleState, NodeBatch
-from scorer.framework.events import ClusterEvent, matches
-from scorer.model import LoadedObjects
-from scorer.registry import build_registry
-from scorer.simulate import simulate
-from scorer.sources import MetricsSnapshot, SourceHub, snapshot_from_documents
+from scorer import testing
+from scorer.plugin import ClusterEvent, Code, CycleState, NodeBatch, SourceHub
 from scorer.testing import make_cache, make_handle, make_node, make_pod, make_source_hub, run_plugin
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -54,7 +45,7 @@ class Clock:
 
 def args_from(data: dict | None) -> NetworkTrafficArgs:
     """Args as the configuration converts them (camelCase keys, validated)."""
-    return structure(NetworkTrafficArgs, data, "args", kind="NetworkTrafficArgs")
+    return testing.structure(NetworkTrafficArgs, data, "args", kind="NetworkTrafficArgs")
 
 
 def build(values: dict, args: dict | None = None, clock=None) -> tuple[NetworkTraffic, SourceHub]:
@@ -63,7 +54,7 @@ def build(values: dict, args: dict | None = None, clock=None) -> tuple[NetworkTr
 
 
 def registry():
-    return build_registry(autoload=False, modules=[scorer_networktraffic])
+    return testing.build_registry(autoload=False, modules=[scorer_networktraffic])
 
 
 def config(*profiles: dict, api: str = "v1") -> dict:
@@ -416,12 +407,12 @@ def burst(values: list[float], args: dict | None = None, cfg: dict | None = None
     metrics = {METRIC: {n.name: v for n, v in zip(nodes, values, strict=True)}}
     if in_file:  # a MetricsSnapshot document in the cluster file
         doc = {"apiVersion": "scorer.dev/v1alpha1", "kind": "MetricsSnapshot", "metrics": metrics}
-        report = simulate(LoadedObjects(pods=pods, nodes=nodes, others=[doc]), cfg or config(profile(args)),
-                          registry=registry(), autoload=False)
+        report = testing.simulate(testing.LoadedObjects(pods=pods, nodes=nodes, others=[doc]),
+                                  cfg or config(profile(args)), registry=registry(), autoload=False)
     else:
-        snapshot = MetricsSnapshot({METRIC: {n: (v, 0.0) for n, v in metrics[METRIC].items()}})
-        report = simulate(LoadedObjects(pods=pods, nodes=nodes), cfg or config(profile(args)),
-                          registry=registry(), autoload=False, metrics_snapshot=snapshot)
+        snapshot = testing.MetricsSnapshot({METRIC: {n: (v, 0.0) for n, v in metrics[METRIC].items()}})
+        report = testing.simulate(testing.LoadedObjects(pods=pods, nodes=nodes), cfg or config(profile(args)),
+                                  registry=registry(), autoload=False, metrics_snapshot=snapshot)
     assert report.errors == 0 and report.unschedulable == 0 and report.placed == 100
     counts = collections.Counter(p.node for p in report.placements)
     return [counts.get(f"n{i}", 0) for i in range(len(values))]
@@ -509,7 +500,7 @@ def test_promql(args, metric, promql):
     assert plugin.source.spec.url == "http://prom.test:9090"
     assert plugin.reader.metric == metric == parsed.metric
     if parsed.source.node_mapping.by != "uname":
-        assert parsed.promql(parsed.source.node_mapping.mapping().group_labels()) == promql
+        assert parsed.promql() == promql
 
 
 PATH = "profiles[0].pluginConfig[0].args"
@@ -567,8 +558,8 @@ PATH = "profiles[0].pluginConfig[0].args"
     ],
 )
 def test_invalid_args_name_the_field(args, errors):
-    with pytest.raises(ConfigError) as info:
-        load_config(config(profile(args)), registry().catalog())
+    with pytest.raises(testing.ConfigError) as info:
+        testing.load_config(config(profile(args)), registry().catalog())
     assert info.value.errors == [(f"{PATH}.{path}", message) for path, message in errors]
 
 
@@ -583,32 +574,31 @@ def test_invalid_args_name_the_field(args, errors):
     ],
 )
 def test_invalid_args_converter_errors(args, path):
-    with pytest.raises(ConfigError) as info:
-        load_config(config(profile(args)), registry().catalog())
+    with pytest.raises(testing.ConfigError) as info:
+        testing.load_config(config(profile(args)), registry().catalog())
     assert [p for p, _ in info.value.errors] == [f"{PATH}.{path}"]
 
 
-def test_config_validate_reports_missing_tls_files(tmp_path, capsys):
+def test_config_validate_reports_missing_tls_files(tmp_path):
     # The README promises it: a file that does not exist is an error of the configuration, with its path.
     token = tmp_path / "token"
     token.write_text("secret")
     source = {"caFile": str(tmp_path / "ca.pem"), "bearerTokenFile": str(token)}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config(profile({"address": "https://prom.test:9090", "source": source}))))
-    assert main(["config", "validate", str(path)]) != 0
-    err = capsys.readouterr().err
-    assert f"{PATH}.source.caFile: file {str(tmp_path / 'ca.pem')!r} does not exist" in err
-    assert "bearerTokenFile" not in err
+    with pytest.raises(testing.ConfigError) as info:
+        testing.load_config(str(path), registry().catalog())
+    assert info.value.errors == [(f"{PATH}.source.caFile", f"file {str(tmp_path / 'ca.pem')!r} does not exist")]
 
 
 def test_no_address_and_no_snapshot_fails_to_build():
     with pytest.raises(ValueError, match=r"^args\.address: Required value"):
         NetworkTraffic(args_from(None), make_handle())
-    with pytest.raises(PluginError, match=r'plugin "NetworkTraffic" .*failed to initialize: args\.address: '):
-        assemble(config(profile()), InMemoryCluster([], [], []), registry=registry())
+    with pytest.raises(testing.PluginError, match=r'plugin "NetworkTraffic" .*failed to initialize: args\.address: '):
+        testing.assemble(config(profile()), testing.InMemoryCluster([], [], []), registry=registry())
     # With a snapshot the address is not needed.
-    asm = assemble(config(profile()), InMemoryCluster([], [], []), registry=registry(),
-                   metrics_snapshot=MetricsSnapshot({METRIC: {}}))
+    asm = testing.assemble(config(profile()), testing.InMemoryCluster([], [], []), registry=registry(),
+                           metrics_snapshot=testing.MetricsSnapshot({METRIC: {}}))
     assert list(asm.sources.sources) == [METRIC]
 
 
@@ -627,13 +617,13 @@ def test_no_address_and_no_snapshot_fails_to_build():
 )
 def test_events_to_register(event, interested):
     plugin = factory(args_from({"policy": {"onMissing": "filter"}}), make_handle(make_source_hub({METRIC: {}})))
-    assert any(matches(r, event) for r in plugin.events_to_register()) is interested
+    assert any(testing.matches(r, event) for r in plugin.events_to_register()) is interested
 
 
 def test_snapshot_nodes_that_match_no_node_are_reported():
-    snapshot = MetricsSnapshot({METRIC: {"a": (100.0, 0.0), "ghost": (5.0, 0.0)}}, "traffic.yaml")
-    report = simulate(LoadedObjects(pods=[make_pod("p")], nodes=ABC), config(profile()), registry=registry(),
-                      autoload=False, metrics_snapshot=snapshot)
+    snapshot = testing.MetricsSnapshot({METRIC: {"a": (100.0, 0.0), "ghost": (5.0, 0.0)}}, "traffic.yaml")
+    report = testing.simulate(testing.LoadedObjects(pods=[make_pod("p")], nodes=ABC), config(profile()),
+                              registry=registry(), autoload=False, metrics_snapshot=snapshot)
     assert report.placed == 1
     assert f"traffic.yaml: metric {METRIC!r}: 1 of 2 node name(s) match no node of the cluster ('ghost'); " \
            "their values are unused" in report.warnings
@@ -644,7 +634,7 @@ def test_snapshot_nodes_that_match_no_node_are_reported():
 
 def sources_for(*args: dict):
     cfg = config(*(profile(a, f"sched-{i}") for i, a in enumerate(args)))
-    asm = assemble(cfg, InMemoryCluster([], [], []), registry=registry())
+    asm = testing.assemble(cfg, testing.InMemoryCluster([], [], []), registry=registry())
     plugins = [fwk.plugins[NAME] for fwk in asm.frameworks.values()]
     return asm.sources, plugins
 
@@ -700,7 +690,7 @@ def test_readme_configurations_are_valid():
     configs = [b for b in readme_blocks() if "kind: KubeSchedulerConfiguration" in b]
     assert len(configs) >= 2
     for text in configs:
-        resolved = resolve_config(load_config_text(text, catalog, source=str(README)), catalog)
+        resolved = testing.resolve_config(testing.load_config_text(text, catalog, source=str(README)), catalog)
         assert any(NAME in p.points["score"] and isinstance(p.args[NAME], NetworkTrafficArgs) for p in resolved)
 
 
@@ -708,7 +698,7 @@ def test_readme_snapshot_parses():
     import yaml
 
     docs = [yaml.safe_load(b) for b in readme_blocks() if "kind: MetricsSnapshot" in b]
-    snapshot = snapshot_from_documents(docs, str(README))
+    snapshot = testing.snapshot_from_documents(docs, str(README))
     assert snapshot is not None and METRIC in snapshot.metrics
 
 

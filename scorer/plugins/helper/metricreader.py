@@ -1,9 +1,12 @@
 """MetricReader: one plugin's view of one source, under the plugin's data policy.
 
-Per scheduling cycle a plugin calls ``reader.read(nodes, state=state)`` and
-gets a ``Reading``: the value, its age and its state for every node of the
-batch, plus the pods placed on those nodes since their last sample
-(in-flight); later batches of the cycle get the same view.
+A plugin builds its reader once, with ``metric_reader(handle, ...)`` (the
+source comes from the hub, shared by the plugins with the same query), and
+per scheduling cycle calls ``reader.read(nodes, state=state)``: it gets a
+``Reading``, the value, its age and its state for every node of the batch,
+plus the pods placed on those nodes since their last sample (in-flight);
+later batches of the cycle get the same view. Plugin authors reach all of
+this through ``scorer.plugin``.
 
 States (``Reading.state``):
 
@@ -29,13 +32,20 @@ change, and the states when a fresh value turns stale) and the in-flight
 pods' count and per-pod sums by row (``Reading.in_flight_load``), updated
 with the placements made since, when a reading first needs them, and rebuilt
 when an entry goes.
+
+What a plugin derives from a reading is kept for it the same way: the
+in-flight load of the reader's ``pod_estimate`` by row
+(``Reading.in_flight_load``), elementwise transforms of the values
+(``Reading.transformed``), figures over the whole table
+(``Reading.per_table``), and per-node results by row between cycles
+(``RowMemo``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -77,6 +87,9 @@ def finite(values: np.ndarray) -> np.ndarray:
     if np.isfinite(values).all():
         return values
     return np.nan_to_num(values, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
+
+
+_T = TypeVar("_T")
 
 
 def source_hub(handle: Handle) -> SourceHub:
@@ -170,7 +183,8 @@ class _Rows:
     """What a reader knows by row of one table: values, sample times, states, in-flight pods."""
 
     __slots__ = ("table", "layout", "generation", "values", "times", "newest", "state", "usable", "all_fresh",
-                 "state_at", "oldest_fresh", "in_flight", "flight_entries", "flight_changes", "transformed")
+                 "state_at", "oldest_fresh", "in_flight", "flight_entries", "flight_changes", "transformed",
+                 "per_table")
 
     def __init__(self, table: Any, data: SourceData) -> None:
         self.table = table
@@ -197,6 +211,7 @@ class _Rows:
         self.flight_entries: _Entries | None = None  # the tracker's columns as of ``flight_changes`` changes
         self.flight_changes = -1
         self.transformed: dict[Callable[[np.ndarray], np.ndarray], np.ndarray] = {}
+        self.per_table: dict[Callable[..., Any], Any] = {}  # ``Reading.per_table``'s results
 
     def states(self, now: float, max_age: float) -> tuple[np.ndarray, np.ndarray]:
         """(state, usable) per row at ``now``. Ages only grow, so they are recomputed only when the
@@ -225,12 +240,14 @@ class Reading:
     for none of them), the in-flight sums while no placement came since the read."""
 
     __slots__ = ("fail_open", "now", "_rows", "_by_row", "_times", "_state_by_row", "_usable_by_row", "_values",
-                 "_state", "_usable", "_all_usable", "_in_flight", "_seen", "_entries")
+                 "_state", "_usable", "_all_usable", "_in_flight", "_seen", "_entries", "_estimate")
 
     def __init__(self, fail_open: bool, now: float, rows: np.ndarray, by_row: _Rows,
-                 states: tuple[np.ndarray, np.ndarray] | None, in_flight: tuple[_InFlight, _Entries] | None) -> None:
+                 states: tuple[np.ndarray, np.ndarray] | None, in_flight: tuple[_InFlight, _Entries] | None,
+                 estimate: PodQuantity | None = None) -> None:
         self.fail_open = fail_open  # policy overridden to neutral: warming up, or no node has fresh data
         self.now = now
+        self._estimate = estimate  # the reader's ``pod_estimate``: what ``in_flight_load()`` sums
         self._rows = rows
         self._by_row = by_row
         self._times = by_row.times
@@ -252,13 +269,7 @@ class Reading:
         states = None if self._state_by_row is None or self._usable_by_row is None \
             else (self._state_by_row, self._usable_by_row)
         in_flight = None if self._in_flight is None or self._entries is None else (self._in_flight, self._entries)
-        return Reading(self.fail_open, self.now, rows, self._by_row, states, in_flight)
-
-    @property
-    def table_key(self) -> object:
-        """The same object (compare with ``is``) while the source's data and the table's nodes stay the
-        same: what a plugin keys figures worked out over every node of the table on."""
-        return self._by_row
+        return Reading(self.fail_open, self.now, rows, self._by_row, states, in_flight, self._estimate)
 
     @property
     def ages(self) -> np.ndarray:
@@ -301,6 +312,17 @@ class Reading:
             out = by_row.transformed[transform] = transform(by_row.values)
         return out[self._rows]
 
+    def per_table(self, compute: Callable[[Reading, NodeBatch], _T]) -> _T:
+        """``compute(reading, nodes)`` over every node of the table (this reading's time, states and
+        in-flight pods), worked out once per source reading and node layout and kept until either
+        changes: for figures a score needs from all nodes (the largest value, a mean per pod). Pass the
+        same callable every cycle (a function or a bound method)."""
+        by_row = self._by_row
+        if compute not in by_row.per_table:
+            rows = by_row.table.rows()
+            by_row.per_table[compute] = compute(self.of_rows(rows), NodeBatch(by_row.table, rows))
+        return by_row.per_table[compute]
+
     def _current(self) -> _InFlight | None:
         """The reader's sums by row, brought up to this reading's entries, if they are still those."""
         flight = self._in_flight
@@ -317,10 +339,15 @@ class Reading:
             return flight.counts[self._rows]
         return np.bincount(self.in_flight_positions, minlength=len(self._rows)).astype(np.int64)
 
-    def in_flight_load(self, quantity: PodQuantity) -> np.ndarray:
-        """Per node, ``quantity(pod)`` summed over its in-flight pods (the floats ``in_flight_sum``
-        gives), saturated at the largest float. Pass the same callable every cycle: the reader keeps
-        its sums by row and adds each placement once, instead of summing every in-flight pod per read."""
+    def in_flight_load(self, quantity: PodQuantity | None = None) -> np.ndarray:
+        """Per node, the reader's ``pod_estimate`` (or ``quantity``) of a pod summed over its in-flight
+        pods (the floats ``in_flight_sum`` gives), saturated at the largest float. The reader keeps the
+        sums by row and adds each placement once, instead of summing every in-flight pod per read (a
+        ``quantity`` given here: pass the same callable every cycle)."""
+        if quantity is None:
+            if self._estimate is None:
+                raise ValueError("in_flight_load() needs a per-pod quantity: give the reader a pod_estimate")
+            quantity = self._estimate
         flight, entries = self._current(), self._entries
         if flight is None or entries is None:
             pods = self.in_flight_pods
@@ -385,15 +412,18 @@ class Reading:
 
 class MetricReader:
     """Reads ``source`` for ``plugin`` under ``policy``; what it derives by row is kept per node
-    table until the source's data or the table's rows change."""
+    table until the source's data or the table's rows change. ``pod_estimate`` is what one pod adds to
+    the metric (``Reading.in_flight_load()`` sums it over the in-flight pods); ``metric_reader`` builds
+    a reader with its source."""
 
     def __init__(self, hub: SourceHub, plugin: str, metric: str, source: MetricsSource, policy: DataPolicyArgs,
-                 source_args: SourceArgs) -> None:
+                 source_args: SourceArgs, *, pod_estimate: PodQuantity | None = None) -> None:
         self.hub = hub
         self.plugin = plugin
         self.metric = metric
         self.source = source
         self.policy = policy
+        self.pod_estimate = pod_estimate
         self.max_age = policy.max_age_seconds(source_args)
         self.settle = policy.in_flight.settle_time.total_seconds()
         self.ttl = policy.in_flight.ttl.total_seconds()
@@ -438,9 +468,10 @@ class MetricReader:
         data = self.source.data
         by_row = self._rows(table, data)
         if data.warming_up:
-            return Reading(True, now, rows, by_row, None, self._in_flight(by_row, now))
+            return Reading(True, now, rows, by_row, None, self._in_flight(by_row, now), self.pod_estimate)
         fail_open = not now - by_row.newest <= self.max_age  # no node has fresh data
-        return Reading(fail_open, now, rows, by_row, by_row.states(now, self.max_age), self._in_flight(by_row, now))
+        return Reading(fail_open, now, rows, by_row, by_row.states(now, self.max_age), self._in_flight(by_row, now),
+                       self.pod_estimate)
 
     def _in_flight(self, by_row: _Rows, now: float) -> tuple[_InFlight, _Entries] | None:
         """The in-flight pods by row, brought up to date with the tracker (None: none are counted)."""
@@ -510,8 +541,27 @@ class MetricReader:
         return out
 
 
+def metric_reader(handle: Handle, plugin: str, metric: str, *, address: str, query: str, source: SourceArgs,
+                  policy: DataPolicyArgs, combine: str = "sum", pod_estimate: PodQuantity | None = None
+                  ) -> MetricReader:
+    """The reader of ``metric`` for ``plugin``, built when the plugin is: its source is asked of the
+    handle's hub (shared with every plugin that asks for the same query; from the metrics snapshot when
+    the scheduler reads one, else Prometheus at ``address``, queried in the background every
+    ``source.refreshInterval``). ``query`` is PromQL, its ``{by}`` filled (``fill_query``); ``combine``
+    (``sum`` or ``mean``) joins several series of one node; ``pod_estimate(pod)`` is what a pod placed
+    since a node's sample adds to the metric (``Reading.in_flight_load()``). Raises PluginError when the
+    profile has no metric sources, ValueError for args the hub cannot use (no address, unreadable files)."""
+    hub = source_hub(handle)
+    found = hub.source(plugin=plugin, metric=metric, address=address, query=query, source_args=source,
+                       combine=combine)
+    return MetricReader(hub, plugin, metric, found, policy, source, pod_estimate=pod_estimate)
+
+
 #: Arrays over the nodes of a batch (one value each), from the reader's reading of them and a key.
 RowCompute = Callable[[Reading, NodeBatch, Hashable], tuple[np.ndarray, ...]]
+
+
+_NO_KEY: Hashable = object()  # a RowMemo's previous key before its first call
 
 
 @attrs.define(slots=True, eq=False)
@@ -538,19 +588,27 @@ class RowMemo:
     batch's rows of arrays computed over the whole table, instead of computing them every cycle.
     They are computed again when the source's data, the states, the in-flight columns, the
     nodes or ``key`` change; a placement only marks its node, computed again when a batch next
-    holds it. ``compute(reading, nodes, key)`` must give the same values for a node whatever
-    batch it is in: then ``get`` returns exactly what ``compute`` would on the batch.
+    holds it. ``key`` is what the results depend on besides the node (a threshold, the incoming
+    pod's estimate): a key unlike the previous call's is computed on the batch alone, so pods
+    that all differ cost no pass over the table; the arrays over the table are built when a key
+    comes again (pods of one workload are alike). ``compute(reading, nodes, key)`` must give the
+    same values for a node whatever batch it is in: then ``get`` returns exactly what ``compute``
+    would on the batch.
     """
 
     def __init__(self, reader: MetricReader, compute: RowCompute) -> None:
         self.reader = reader
         self.compute = compute
         self._tables: dict[int, _MemoRows] = {}  # by id(table), oldest first
+        self._last_key: Hashable = _NO_KEY  # the key of the previous call
 
     def get(self, reading: Reading, nodes: NodeBatch, key: Hashable, count: int | None = None
             ) -> tuple[np.ndarray, ...]:
         """``compute(reading, nodes, key)``, from the rows kept (``reading`` is ``nodes``' just read);
         only its first ``count`` arrays if given."""
+        if key != self._last_key:  # a new key: on the batch alone
+            self._last_key = key
+            return tuple(self.compute(reading, nodes, key)[:count])
         table, rows = nodes.table, nodes.rows
         by_row, flight = reading._by_row, reading._in_flight  # (the new placements need not be counted here)
         memo = self._tables.get(id(table))
