@@ -73,6 +73,47 @@ def control_plane(tmp_path_factory):
         yield plane
 
 
+@pytest.fixture(scope="module")
+def plane(request, tmp_path_factory):
+    """A control plane of the test module's own (nodes are cluster-wide: a shared one would mix other
+    modules' nodes in). A module sets ``PLANE_ARGS`` (extra kube-apiserver arguments) to change it."""
+    from kubekit import ControlPlane
+
+    name = request.module.__name__.rpartition(".")[2]
+    with ControlPlane(tmp_path_factory.mktemp(f"{name}-plane"),
+                      extra_args=tuple(getattr(request.module, "PLANE_ARGS", ()))) as control_plane:
+        yield control_plane
+
+
+@pytest.fixture
+def cluster(plane):
+    """The module's control plane through ``servicekit.Cluster``; the nodes a test made are deleted after it."""
+    from servicekit import Cluster
+
+    api = Cluster(plane)
+    yield api
+    api.delete_all_nodes()
+
+
+@pytest.fixture
+def scorers():
+    """``servicekit.ScorerProcess``es a test started (append them): stopped after it."""
+    started = []
+    yield started
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def proxy(plane):
+    """A ``servicekit.ThreadedFaultProxy`` in front of the module's control plane."""
+    from servicekit import ThreadedFaultProxy
+
+    threaded = ThreadedFaultProxy(plane.url)
+    yield threaded
+    threaded.close()
+
+
 # --- scorer bench with no point measured --------------------------------------------------------------
 
 

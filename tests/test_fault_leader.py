@@ -15,12 +15,10 @@ import signal
 import time
 
 import pytest
-from kubekit import ControlPlane
 from schedkit import build
 from servicekit import (
     Cluster,
     ScorerProcess,
-    ThreadedFaultProxy,
     node_manifest,
     pod_manifest,
     scheduler_config,
@@ -82,19 +80,6 @@ async def test_a_fenced_loop_starts_no_cycle_and_loses_no_pod(caplog) -> None:
 
 
 # --- against the real API server -------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    with ControlPlane(tmp_path_factory.mktemp("fence-plane")) as control_plane:
-        yield control_plane
-
-
-@pytest.fixture
-def proxy(plane):
-    threaded = ThreadedFaultProxy(plane.url)
-    yield threaded
-    threaded.close()
 
 
 @kube

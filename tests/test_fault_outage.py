@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from kubekit import ControlPlane
-from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
+from servicekit import ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
 from scorer.kube.source import DEFAULT_RESOURCES
 from scorer.quantity import resource_value
@@ -29,19 +29,6 @@ MAX_REFLECTOR_LINES = 5  # per reflector, for the whole outage and the way back
 NODES, NODE_CPU = 5, "1"
 BEFORE, AFTER, POD_CPU = 10, 20, "100m"
 REFLECTOR_LOGGER = "scorer.kube.reflector"
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    with ControlPlane(tmp_path_factory.mktemp("outage-plane")) as control_plane:
-        yield control_plane
-
-
-@pytest.fixture
-def cluster(plane):
-    api = Cluster(plane)
-    yield api
-    api.delete_all_nodes()
 
 
 @pytest.fixture

@@ -10,11 +10,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from kubekit import ControlPlane
 from servicekit import (
     Cluster,
     ScorerProcess,
-    ThreadedFaultProxy,
     node_manifest,
     pod_manifest,
     scheduler_config,
@@ -22,27 +20,8 @@ from servicekit import (
 )
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    # Without the watch cache, watches are served by etcd: one from a compacted revision gets 410.
-    with ControlPlane(tmp_path_factory.mktemp("restart-plane"), extra_args=("--watch-cache=false",)) as control_plane:
-        yield control_plane
-
-
-@pytest.fixture
-def cluster(plane):
-    api = Cluster(plane)
-    yield api
-    api.delete_all_nodes()
-
-
-@pytest.fixture
-def proxy(plane):
-    threaded = ThreadedFaultProxy(plane.url)
-    yield threaded
-    threaded.close()
+# Without the watch cache, watches are served by etcd: one from a compacted revision gets 410.
+PLANE_ARGS = ("--watch-cache=false",)
 
 
 def pods_per_node(cluster: Cluster, namespace: str) -> dict[str, int]:

@@ -15,11 +15,10 @@ from collections import Counter
 
 import pytest
 from faultproxy import status_body, watch_error_line
-from kubekit import ControlPlane, free_port
+from kubekit import free_port
 from servicekit import (
     Cluster,
     ScorerProcess,
-    ThreadedFaultProxy,
     node_manifest,
     pod_manifest,
     scheduler_config,
@@ -34,27 +33,6 @@ from scorer.model import load_objects, pod_from_dict
 from scorer.quantity import resource_value
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    with ControlPlane(tmp_path_factory.mktemp("service-plane")) as control_plane:
-        yield control_plane
-
-
-@pytest.fixture
-def cluster(plane):
-    api = Cluster(plane)
-    yield api
-    api.delete_all_nodes()
-
-
-@pytest.fixture
-def scorers():
-    started: list[ScorerProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def start(scorers, tmp_path, plane, scheduler, **config) -> ScorerProcess:
@@ -300,13 +278,6 @@ def test_two_replicas_one_leads_and_the_other_takes_over(plane, cluster, scorers
         scheduled = [e for e in cluster.events(namespace, name) if e["reason"] == "Scheduled"]
         assert len(scheduled) <= 1, name
     assert len(cluster.bound(namespace)) == 60
-
-
-@pytest.fixture
-def proxy(plane):
-    threaded = ThreadedFaultProxy(plane.url)
-    yield threaded
-    threaded.close()
 
 
 def bound_once(cluster: Cluster, namespace: str, names: list[str]) -> None:
