@@ -1,4 +1,4 @@
-"""The ``scorer`` command: simulate, explain, run, bench, config validate, plugins.
+"""The ``scorer`` command: simulate, explain, run, bench, config validate, plugins, plugin new.
 
 Exit status (also in ``scorer --help`` and the README): 0 success (an
 unschedulable pod is a result, not a failure); 1 internal error (a bug: a
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import logging
 import os
 import re
@@ -37,7 +38,8 @@ from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
 from scorer.inputs.describe import printable
-from scorer.registry import EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
+from scorer.registry import ENTRY_POINT_GROUP, EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
+from scorer.scaffold import KINDS, new_plugin, plugin_names
 from scorer.service import logs
 from scorer.service.build import build_service
 from scorer.service.options import DEFAULT_PORT, ServiceOptions
@@ -292,6 +294,26 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plugin_new(args: argparse.Namespace) -> int:
+    """A plugin distribution in DIR/NAME, from the template of its kind (``scorer.scaffold``)."""
+    names = plugin_names(args.name)
+    registry = build_registry()  # what scorer and the installed distributions register: NAME must not clash
+    entry_points = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    files = new_plugin(args.name, args.kind, args.dir, taken_plugins=registry.plugins,
+                       taken_entry_points=entry_points)
+    target = os.path.join(args.dir, args.name)
+    _out(escape(f"created {target}: the {args.kind} plugin {names.plugin} (distribution {names.distribution}, "
+                f"package {names.package}, entry point {names.entry_point})"))
+    for path in files:
+        _out(f"  {escape(str(path))}")
+    _out("next:")
+    for step in (f"pip install -e '{target}[test]'", f"pytest {target}/tests", "scorer plugins",
+                 f"scorer config validate {target}/scheduler-config.yaml",
+                 f"scorer simulate --config {target}/scheduler-config.yaml"):
+        _out(f"  {escape(step)}")
+    return EXIT_OK
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors on one line, like every other error (exit 2)."""
 
@@ -380,6 +402,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="list installed plugins, and the distributions that failed to load (table output)")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("plugin", help="plugin authoring tools")
+    plugin_sub = p.add_subparsers(dest="plugin_command", required=True, metavar="SUBCOMMAND")
+    n = plugin_sub.add_parser("new", help="write a plugin distribution that works as written: pyproject with "
+                                          "the entry point, the plugin, its tests, a config, a README")
+    n.add_argument("name", metavar="NAME", help="lowercase words joined by hyphens (prefer-fast-net): the "
+                                                "distribution scorer-NAME, the plugin PreferFastNet")
+    n.add_argument("--kind", choices=KINDS, default="score",
+                   help="score: prefer nodes with a label value; filter: keep pods off nodes with a label value; "
+                        "metric: score nodes by a Prometheus metric (default: score)")
+    n.add_argument("--dir", default=".", help="where to create NAME/ (default: the current directory)")
+    n.set_defaults(func=cmd_plugin_new)
     return parser
 
 

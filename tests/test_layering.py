@@ -14,7 +14,8 @@ Layers, from the bottom; a module may import only from its own layer or below:
  8. ``scorer.cycle``, ``scorer.scheduler``, ``scorer.binding``, ``scorer.cluster``, ``scorer.kube``,
     ``scorer.eventhandlers``, ``scorer.hookspecs``, ``scorer.registry``, ``scorer.plugin``
  9. ``scorer.assembly``, ``scorer.simulate``, ``scorer.explain``, ``scorer.testing``, ``scorer.cli``,
-    ``scorer.service``, ``scorer.extender``, ``scorer.__main__``, ``scorer.data``, ``scorer.bench``
+    ``scorer.service``, ``scorer.extender``, ``scorer.__main__``, ``scorer.data``, ``scorer.bench``,
+    ``scorer.scaffold``
 
 Besides, ``scorer.config`` never imports ``scorer.plugins`` (a plugin's args type reaches the
 configuration through the catalog: ``PluginInfo.args_type``).
@@ -54,6 +55,7 @@ LAYERS: dict[str, int] = {
     "scorer.eventhandlers": 8, "scorer.hookspecs": 8, "scorer.registry": 8, "scorer.plugin": 8,
     "scorer.assembly": 9, "scorer.simulate": 9, "scorer.explain": 9, "scorer.testing": 9, "scorer.cli": 9,
     "scorer.service": 9, "scorer.extender": 9, "scorer.__main__": 9, "scorer.data": 9, "scorer.bench": 9,
+    "scorer.scaffold": 9,
 }
 # (importer, imported): forbidden although the layers allow it.
 FORBIDDEN: tuple[tuple[str, str], ...] = (("scorer.config", "scorer.plugins"),)

@@ -15,6 +15,7 @@ import pytest
 import scorer_loadaware
 import scorer_networkaware
 import scorer_networktraffic
+from pluginkit import kit_violations
 
 import scorer.plugin
 import scorer.sources
@@ -36,33 +37,7 @@ from scorer.testing import build_registry, make_cache, make_handle, make_node, m
 
 REPO = Path(__file__).resolve().parents[1]
 CONTRIB = REPO / "contrib_plugins"
-KIT = {"scorer.plugin"}  # what a plugin distribution's modules may import of scorer
-TEST_KIT = {"scorer.plugin", "scorer.testing"}  # and its tests
-
-
 # -- contrib plugins import only the kit ------------------------------------------------------------
-
-
-def scorer_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) for every import of scorer or a module under it, wherever it is (a function body,
-    ``if TYPE_CHECKING:``); ``from scorer import plugin`` imports ``scorer.plugin``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            if node.module == "scorer":
-                found.extend((node.lineno, f"scorer.{alias.name}") for alias in node.names)
-            else:
-                found.append((node.lineno, node.module))
-    return [(line, module) for line, module in found if module == "scorer" or module.startswith("scorer.")]
-
-
-def kit_violations(path: Path, root: Path = CONTRIB) -> list[str]:
-    """``file:line: imports X`` for each import of scorer outside the kit (tests may use ``scorer.testing``)."""
-    allowed = TEST_KIT if "tests" in path.relative_to(root).parts else KIT
-    return [f"{path.relative_to(root)}:{line}: imports {module} (only {', '.join(sorted(allowed))})"
-            for line, module in scorer_imports(path) if module not in allowed]
 
 
 CONTRIB_FILES = sorted(p for p in CONTRIB.rglob("*.py")
@@ -79,7 +54,7 @@ def test_every_contrib_plugin_is_checked():
 
 @pytest.mark.parametrize("path", CONTRIB_FILES, ids=lambda p: p.relative_to(CONTRIB).as_posix())
 def test_contrib_plugins_import_only_the_kit(path):
-    found = kit_violations(path)
+    found = kit_violations(path, CONTRIB)
     assert not found, "a contrib plugin imports scorer's internals:\n" + "\n".join(found)
 
 

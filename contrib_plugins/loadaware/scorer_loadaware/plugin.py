@@ -246,7 +246,8 @@ class _ScoreState:
 
 
 def _score_state(state: CycleState) -> _ScoreState:
-    return state.read(_SCORE_KEY)
+    found: _ScoreState = state.read(_SCORE_KEY)
+    return found
 
 
 class LoadAware:
@@ -364,7 +365,8 @@ class LoadAware:
             added = np.divide(load, allocatable, out=np.zeros_like(load), where=allocatable > 0)
         added += reading.transformed(_measured)
         added *= 100.0
-        return np.round(added, _DECIMALS, out=added)
+        rounded: np.ndarray = np.round(added, _DECIMALS, out=added)
+        return rounded
 
 
 def _raw_score(predicted: np.ndarray, usable: np.ndarray) -> np.ndarray:
@@ -372,12 +374,14 @@ def _raw_score(predicted: np.ndarray, usable: np.ndarray) -> np.ndarray:
     NaN (no value) is never usable; inf is capped as the largest float is."""
     raw = np.minimum(predicted, MAX_RAW_SCORE)
     raw += 0.5
-    return np.where(usable, np.floor(raw, out=raw), NO_DATA).astype(np.int64)
+    scores: np.ndarray = np.where(usable, np.floor(raw, out=raw), NO_DATA).astype(np.int64)
+    return scores
 
 
 def _measured(values: np.ndarray) -> np.ndarray:
     """The metric as a fraction in [0, 1] (NaN, no value, stays NaN)."""
-    return np.clip(values, 0.0, 1.0)
+    fraction: np.ndarray = np.clip(values, 0.0, 1.0)
+    return fraction
 
 
 def target_packing(predicted: np.ndarray, target: float) -> np.ndarray:
@@ -405,7 +409,8 @@ def least_utilized(predicted: np.ndarray) -> np.ndarray:
 
 def _clip_score(score: np.ndarray) -> np.ndarray:
     """``score`` (a new float array) clipped to [MIN_NODE_SCORE, MAX_NODE_SCORE] in place."""
-    return np.minimum(np.maximum(score, MIN_NODE_SCORE, out=score), MAX_NODE_SCORE, out=score)
+    clipped: np.ndarray = np.minimum(np.maximum(score, MIN_NODE_SCORE, out=score), MAX_NODE_SCORE, out=score)
+    return clipped
 
 
 def factory(args: LoadAwareArgs | None, handle: Handle) -> LoadAware:

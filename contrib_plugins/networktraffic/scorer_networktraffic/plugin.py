@@ -178,7 +178,8 @@ class _ScoreState:
 
 
 def _score_state(state: CycleState) -> _ScoreState:
-    return state.read(_SCORE_KEY)
+    found: _ScoreState = state.read(_SCORE_KEY)
+    return found
 
 
 @attrs.frozen(slots=True)

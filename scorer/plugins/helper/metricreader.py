@@ -86,7 +86,8 @@ def finite(values: np.ndarray) -> np.ndarray:
     finite, the common case: checking is several times cheaper than ``nan_to_num``)."""
     if np.isfinite(values).all():
         return values
-    return np.nan_to_num(values, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
+    replaced: np.ndarray = np.nan_to_num(values, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX)
+    return replaced
 
 
 _T = TypeVar("_T")
@@ -134,7 +135,8 @@ class _Entries:
         ``settle`` (a sample taken ``settle`` seconds after it shows the pod's load)."""
         sampled = self.sampled[np.maximum(self.rows, 0)] if len(self.sampled) else np.full(len(self.rows), np.nan)
         with np.errstate(invalid="ignore"):
-            return (self.rows >= 0) & (np.isnan(sampled) | (sampled < self.placed_at + self.settle))
+            kept: np.ndarray = (self.rows >= 0) & (np.isnan(sampled) | (sampled < self.placed_at + self.settle))
+        return kept
 
     def sum_rows(self, quantity: PodQuantity, kept: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out`` plus ``quantity`` of each kept entry's pod at its row, added in entry order."""
@@ -275,7 +277,8 @@ class Reading:
     def ages(self) -> np.ndarray:
         """float64 seconds since the sample, NaN where no value."""
         with np.errstate(invalid="ignore"):
-            return np.maximum(self.now - self._times[self._rows], 0.0)
+            ages: np.ndarray = np.maximum(self.now - self._times[self._rows], 0.0)
+        return ages
 
     @property
     def values(self) -> np.ndarray:
@@ -310,7 +313,8 @@ class Reading:
         out = by_row.transformed.get(transform)
         if out is None:
             out = by_row.transformed[transform] = transform(by_row.values)
-        return out[self._rows]
+        of_batch: np.ndarray = out[self._rows]
+        return of_batch
 
     def per_table(self, compute: Callable[[Reading, NodeBatch], _T]) -> _T:
         """``compute(reading, nodes)`` over every node of the table (this reading's time, states and
@@ -321,7 +325,8 @@ class Reading:
         if compute not in by_row.per_table:
             rows = by_row.table.rows()
             by_row.per_table[compute] = compute(self.of_rows(rows), NodeBatch(by_row.table, rows))
-        return by_row.per_table[compute]
+        computed: _T = by_row.per_table[compute]
+        return computed
 
     def _current(self) -> _InFlight | None:
         """The reader's sums by row, brought up to this reading's entries, if they are still those."""
@@ -336,7 +341,8 @@ class Reading:
         """int64 per node: the in-flight pods counted on it."""
         flight = self._current()
         if flight is not None:
-            return flight.counts[self._rows]
+            counts: np.ndarray = flight.counts[self._rows]
+            return counts
         return np.bincount(self.in_flight_positions, minlength=len(self._rows)).astype(np.int64)
 
     def in_flight_load(self, quantity: PodQuantity | None = None) -> np.ndarray:
@@ -367,11 +373,13 @@ class Reading:
         if not top or per_pod == 0.0:
             return np.zeros(len(counts), dtype=np.float64)
         if top <= 3 and 0.0 < per_pod < FLOAT_MAX / 4:  # 0 + p, + p, + p: k * p rounded once, as one product
-            return counts * per_pod
+            product: np.ndarray = counts * per_pod
+            return product
         running = np.full(top + 1, per_pod)  # running[k]: k copies of per_pod added one after the other
         running[0] = 0.0
         if abs(per_pod) * (top + 1) < FLOAT_MAX / 2:  # no sum overflows (NaN fails the test)
-            return np.add.accumulate(running, out=running)[counts]
+            sums: np.ndarray = np.add.accumulate(running, out=running)[counts]
+            return sums
         with np.errstate(over="ignore", invalid="ignore"):
             np.add.accumulate(running, out=running)
         return finite(running[counts])
