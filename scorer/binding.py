@@ -14,9 +14,12 @@ its resources may now fit, and then:
 * a binding the cluster refused for good (a Bind plugin's
   ``BindConflictStatus``: the API's 404 or 409, the pod gone, re-created,
   being deleted or bound already) ends the pod's flight without requeueing
-  it: the cluster source will show it bound, re-created or deleted. One log
-  line; no Event (the pod is not ours to report on any more); the attempt
-  counts as an error;
+  it: the cluster source will show it bound, re-created or deleted. Counted
+  in ``scorer_bind_results_total{result="conflict"}`` and logged at DEBUG
+  only (under churn, pods deleted while being bound conflict by the
+  thousand, and each is the cluster's ordinary answer, not a fault); no
+  Event (the pod is not ours to report on any more); the attempt counts as
+  an error;
 * anything else goes through the scheduling failure handling (requeue,
   FailedScheduling Event, PodScheduled condition): a Permit rejection or
   timeout is a FitError over that one node, any other failure (5xx, 429, a
@@ -167,8 +170,8 @@ class BindingCycle:
         fwk, pod = attempt.framework, attempt.pod
         self.queue.done(pod.key)
         message = f"binding rejected: {status.message()}"
-        log.info("binding of pod %s to node %s refused (%s); not retried: the cluster shows what became of "
-                 "the pod", pod.key, attempt.node, status.message())
+        log.debug("binding of pod %s to node %s refused (%s); not retried: the cluster shows what became of "
+                  "the pod", pod.key, attempt.node, status.message())
         # The forgotten pod freed its node's resources: other pods may fit there now.
         self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
         self.cycle.observe(ERROR, fwk, attempt.started)

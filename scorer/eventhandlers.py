@@ -36,7 +36,12 @@ and the queue's ClusterEvents (kube-scheduler's eventhandlers.go).
   change is ``<Kind>Add``/``<Kind>Update``/``<Kind>Delete`` (``PersistentVolumeAdd``,
   ``CSINodeUpdate``...), which moves the pods whose rejecting plugins registered it.
 
-A deleted pod waiting at Permit is rejected, so its binding cycle ends.
+A deleted pod waiting at Permit is rejected, so its binding cycle ends. Every
+deleted pod (and a pod turning terminal, or re-created under its name) is
+also told to the recorder (``forget``, when the profiles' recorder has one),
+so that the cluster writer drops what it remembers of the pod (its last
+condition, its Event series) in order after the pod's last writes: per-pod
+memory goes with the pod, however many pods come and go.
 A change the cache cannot count (``CacheError``: a node total would overflow)
 is logged with the pod and skipped; the handlers never raise into the source.
 """
@@ -228,6 +233,7 @@ class EventHandlers:
             self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
         if not pod.node_name:
             self.queue.delete(pod)
+        self._forget(pod)
 
     # -- namespaces ------------------------------------------------------------------
     def on_namespace_add(self, namespace: Namespace) -> None:
@@ -289,6 +295,14 @@ class EventHandlers:
             log.error("%s", exc)
             return False
         return True
+
+    def _forget(self, pod: Pod) -> None:
+        """Tell the recorder (the pod's profile's, else the first profile's: the Scheduler gives them all
+        the same one) that ``pod`` is gone."""
+        fwk = self.frameworks.get(pod.scheduler_name) or next(iter(self.frameworks.values()), None)
+        forget = getattr(fwk.handle.recorder, "forget", None) if fwk is not None else None
+        if forget is not None:
+            forget(pod)
 
     def _reject_waiting(self, pod: Pod) -> None:
         fwk = self.frameworks.get(pod.scheduler_name)

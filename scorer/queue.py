@@ -26,6 +26,18 @@ after backoff instead of waiting in the unschedulable pool.
 Everything is synchronous and takes the time from the injected ``clock``,
 except ``pop_wait`` and ``run``, which need a running asyncio loop.
 Facts: reference/kube-scheduler.md §4.
+
+Memory: every per-pod entry leaves with its pod (``delete``, ``done``), and
+the events remembered for in-flight pods are capped. Besides its flushes,
+``run`` hands freed memory back to the system once churn is over: when at
+least ``RELEASE_AFTER_CHANGES`` pods were added, popped or deleted, or cluster
+events arrived, since the last time, and then none for a whole
+``quiet_period`` (10 s), it calls ``release_memory`` (``scorer.state.memory``:
+a full collection, then glibc's ``malloc_trim``), and again every quiet period
+while that still returns memory (what the recorder frees as it drains the
+Events of the churn, after the queue went quiet), ``MAX_RELEASES`` times at
+most. A scheduler that keeps scheduling never pays for it; one whose pods all
+came and went gives its memory back within about 20 s of the last change.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import itertools
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
@@ -51,9 +64,12 @@ from scorer.framework.events import (
     matches,
 )
 from scorer.framework.types import QueuedPodInfo
+from scorer.state import memory
 
 if TYPE_CHECKING:
     from scorer.model import Pod
+
+log = logging.getLogger("scorer.queue")
 
 # Pool names, as in scheduler_pending_pods{queue} and scheduler_queue_incoming_pods_total{queue}.
 ACTIVE = "active"
@@ -65,6 +81,10 @@ IN_FLIGHT = "in_flight"  # not a pool: returned by add/update for a pod being sc
 # Events remembered for in-flight pods; beyond this the oldest are dropped and
 # pods that were in flight before them are treated as having seen a relevant event.
 MAX_IN_FLIGHT_EVENTS = 10_000
+# Pods added, popped or deleted and cluster events since memory was last released, before a quiet
+# spell releases it again (a handful of pods freed nothing worth a full collection).
+RELEASE_AFTER_CHANGES = 1_000
+MAX_RELEASES = 6  # releases in one quiet spell, while each still returns memory
 
 
 class _Keyed(Protocol):
@@ -282,6 +302,8 @@ class SchedulingQueue:
     ``on_unschedulable(profile, plugins, delta)`` when a pod enters (+1) or
     leaves (-1, however it leaves) the unschedulable pool, with its
     schedulerName and rejector plugins (for ``scheduler_unschedulable_pods``).
+    ``release_memory`` is called by ``run`` after churn, once nothing changed
+    for ``quiet_period`` seconds (see the module docstring; None: never).
     Times are in seconds of ``clock``.
 
     Pool reactions, per method:
@@ -321,6 +343,8 @@ class SchedulingQueue:
         on_unschedulable: Callable[[str, frozenset[str], int], None] | None = None,
         backoff_flush_period: float = 1.0,
         unschedulable_flush_period: float = 30.0,
+        quiet_period: float = 10.0,
+        release_memory: Callable[[], object] | None = memory.release_memory,
     ) -> None:
         if initial_backoff < 0:
             raise ValueError(f"initial_backoff must be >= 0 seconds, got {initial_backoff}")
@@ -331,6 +355,7 @@ class SchedulingQueue:
         for name, period in (
             ("backoff_flush_period", backoff_flush_period),
             ("unschedulable_flush_period", unschedulable_flush_period),
+            ("quiet_period", quiet_period),
         ):
             if period <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, got {period}")
@@ -347,6 +372,14 @@ class SchedulingQueue:
         self._on_unschedulable = on_unschedulable
         self._backoff_flush_period = backoff_flush_period
         self._unschedulable_flush_period = unschedulable_flush_period
+        self._quiet_period = quiet_period
+        self._release_memory = release_memory
+        # Pods added, popped, deleted and cluster events: counted so far, at the last quiet check, and
+        # when memory was last released; releases left in this quiet spell.
+        self._changes = 0
+        self._changes_checked = 0
+        self._changes_released = 0
+        self._releases_left = 0
 
         self._active: _KeyedHeap[_ActiveEntry] = _KeyedHeap(self._active_before)
         self._backoff: _KeyedHeap[_BackoffEntry] = _KeyedHeap(_backoff_before)
@@ -440,6 +473,7 @@ class SchedulingQueue:
         if key in self or (flight is not None and not flight.deleted):
             return self.update(None, pod)
         self.nominator.add(pod)
+        self._changes += 1
         return self._move_to_active(QueuedPodInfo(pod, timestamp=self._clock()), POD_ADD)
 
     def update(
@@ -504,6 +538,7 @@ class SchedulingQueue:
         An in-flight pod is marked so that its failure does not requeue it.
         """
         key = pod.key
+        self._changes += 1
         self.nominator.delete(pod)
         self._active.remove(key)
         self._backoff.remove(key)
@@ -545,6 +580,7 @@ class SchedulingQueue:
         if not self._active:
             return None
         info = self._active.pop().info
+        self._changes += 1
         info.attempts += 1
         info.unschedulable_plugins = frozenset()
         info.pending_plugins = frozenset()
@@ -650,6 +686,7 @@ class SchedulingQueue:
         if the interested plugin was a Pending one). Gated pods stay. In-flight
         pods remember the event. Returns the number of pods moved.
         """
+        self._changes += 1
         if self._in_flight:
             self._record_event(event)
         return self._move_unschedulable(list(self._unschedulable.values()), event)
@@ -704,9 +741,34 @@ class SchedulingQueue:
             flight.own_events.append(EVENT_FORCE_ACTIVATE)
         return False
 
+    def release_memory_if_quiet(self) -> bool:
+        """Call ``release_memory`` if nothing changed since the previous call and either at least
+        ``RELEASE_AFTER_CHANGES`` changes came before (churn ended), or the previous release in this
+        quiet spell returned memory (``MAX_RELEASES`` at most); whether it was called. ``run`` calls
+        it every ``quiet_period``."""
+        changes, checked = self._changes, self._changes_checked
+        self._changes_checked = changes
+        if self._release_memory is None or changes != checked:
+            return False
+        if changes - self._changes_released >= RELEASE_AFTER_CHANGES:
+            self._releases_left = MAX_RELEASES
+        if not self._releases_left:
+            return False
+        self._releases_left -= 1
+        started = time.monotonic()
+        freed = self._release_memory()
+        log.debug("quiet after %d pod changes and cluster events: memory released in %.3fs%s",
+                  changes - self._changes_released, time.monotonic() - started, "" if freed else " (none left)")
+        self._changes_released = changes
+        if not freed:
+            self._releases_left = 0
+        return True
+
     async def run(self) -> None:
         """Flush expired backoff every ``backoff_flush_period`` and leftover
-        unschedulable pods every ``unschedulable_flush_period``, until cancelled.
+        unschedulable pods every ``unschedulable_flush_period``, and release
+        memory after churn (``release_memory_if_quiet`` every ``quiet_period``),
+        until cancelled.
 
         An exception from a flush (a raising ``less``/``pre_enqueue``/
         ``on_incoming``) ends ``run`` with that exception.
@@ -720,6 +782,11 @@ class SchedulingQueue:
                 _every(self._unschedulable_flush_period, self.flush_unschedulable_leftover),
                 name="queue-flush-unschedulable",
             )
+            if self._release_memory is not None:
+                group.create_task(
+                    _every(self._quiet_period, self.release_memory_if_quiet),
+                    name="queue-release-memory",
+                )
 
     # -- internals -----------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from scorer.cluster.interface import EventRecorder
 from scorer.cluster.memory import InMemoryCluster
-from scorer.cluster.recorder import BufferedRecorder
+from scorer.cluster.recorder import PREEMPTION_ATTEMPTS, BufferedRecorder
 from scorer.testing import make_pod
 
 
@@ -157,3 +157,164 @@ async def test_an_events_related_object_reaches_the_sink_only_when_there_is_one(
     recorder.record(victim, "Warning", "FailedScheduling", "Scheduling", "no")
     await recorder.flush()
     assert recorder.failed == 0 and len(old.written) == 1
+
+
+# --- faults: failures aggregated, the drain paused, preemption writes retried, per-pod memory forgotten ---
+
+
+class FlakySink(PreemptingSink):
+    """Fails every write while ``down``; keeps what ``forget`` was told, in order with the writes."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = False
+        self.failing_deletes = 0  # deletions that fail before one works
+
+    async def write_event(self, pod, type_, reason, action, note):
+        if self.down:
+            raise ConnectionError("connection refused")
+        self.written.append(("event", pod.key, reason, note))
+
+    async def delete_pod(self, pod):
+        if self.down or self.failing_deletes:
+            self.failing_deletes = max(self.failing_deletes - 1, 0)
+            raise ConnectionError("connection refused")
+        await super().delete_pod(pod)
+
+    def forget(self, pod_key):
+        self.written.append(("forget", pod_key))
+
+
+class Pauses:
+    def __init__(self):
+        self.taken: list[float] = []
+
+    async def __call__(self, seconds):
+        self.taken.append(seconds)
+
+
+async def settle(condition, turns=10_000):
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the drain did not get there")
+
+
+async def test_an_outage_is_a_few_counted_lines_and_its_end_one_more(caplog):
+    sink, pauses = FlakySink(), Pauses()
+    recorder = BufferedRecorder(sink, sleep=pauses)
+    drain = asyncio.create_task(recorder.run())
+    sink.down = True
+    with caplog.at_level(logging.INFO, logger="scorer.cluster.recorder"):
+        for i in range(500):
+            recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", f"n{i}")
+        await settle(lambda: recorder.failed == 500)
+        assert sink.written == []
+        assert [r.getMessage() for r in caplog.records] == [
+            "writing an event for pod default/p0 failed: ConnectionError: connection refused"]
+        sink.down = False
+        recorder.record(make_pod("back"), "Normal", "Scheduled", "Binding", "ok")
+        await settle(lambda: sink.written)
+        drain.cancel()
+        await asyncio.gather(drain, return_exceptions=True)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[1:] == ["writing events: ConnectionError: 499 more like this in the last 0s "
+                            "(last: writing an event for pod default/p499 failed: ConnectionError: connection refused)",
+                            "writing events works again"]
+    assert sink.written == [("event", "default/back", "Scheduled", "ok")]
+
+
+async def test_a_flush_outside_the_drain_task_writes_the_counts_not_yet_logged(caplog):
+    sink = FlakySink()
+    recorder = BufferedRecorder(sink, sleep=Pauses())
+    sink.down = True
+    for i in range(3):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", "x")
+    with caplog.at_level(logging.WARNING, logger="scorer.cluster.recorder"):
+        await recorder.flush()  # as at shutdown, after the drain task ended
+    assert [r.getMessage()[:40] for r in caplog.records] == ["writing an event for pod default/p0 fail",
+                                                             "writing events: ConnectionError: 2 more "]
+
+
+async def test_failures_in_a_row_pause_the_drain_with_a_bounded_backoff_reset_by_a_success():
+    sink, pauses = FlakySink(), Pauses()
+    recorder = BufferedRecorder(sink, sleep=pauses)
+    sink.down = True
+    for i in range(12):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", "x")
+    await recorder.flush()
+    # No pause for the first two (a single write refused is not an outage), then 50 ms doubling up to 1 s.
+    assert pauses.taken == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0]
+    sink.down = False
+    recorder.record(make_pod("ok"), "Normal", "Scheduled", "Binding", "x")
+    await recorder.flush()
+    sink.down = True
+    recorder.record(make_pod("q"), "Normal", "Scheduled", "Binding", "x")
+    await recorder.flush()
+    assert len(pauses.taken) == 10  # the success started the count again: one failure, no pause
+
+
+async def test_a_failed_deletion_is_tried_again_in_order_and_given_up_after_a_bound():
+    sink, pauses = FlakySink(), Pauses()
+    recorder = BufferedRecorder(sink, sleep=pauses)
+    victim, other = make_pod("victim"), make_pod("other")
+    sink.failing_deletes = 2
+    recorder.delete_pod(victim)
+    recorder.record(other, "Normal", "Scheduled", "Binding", "after")
+    await recorder.flush()
+    assert sink.written == [("delete", "default/victim"), ("event", "default/other", "Scheduled", "after")]
+    assert recorder.failed == 2 and recorder.pending_deletions == 0
+    # A deletion failing every time is given up after PREEMPTION_ATTEMPTS tries; the drain goes on.
+    sink.down = True
+    recorder.delete_pod(victim)
+    await recorder.flush()
+    assert recorder.failed == 2 + PREEMPTION_ATTEMPTS and recorder.pending_deletions == 0 and recorder.pending == 0
+
+
+async def test_a_full_buffer_still_takes_deletions_while_the_drain_is_paused():
+    sink = FlakySink()
+    gate = asyncio.Event()
+
+    async def held(seconds):
+        await gate.wait()
+
+    recorder = BufferedRecorder(sink, capacity=3, sleep=held)
+    sink.down = True
+    for i in range(3):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", "x")
+    drain = asyncio.create_task(recorder.flush())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert recorder.pending == 0  # three failures: paused now
+    for i in range(5):
+        recorder.record(make_pod(f"q{i}"), "Normal", "Scheduled", "Binding", "x")
+    recorder.delete_pod(make_pod("victim"))
+    assert recorder.dropped == 2 and recorder.pending == 4
+    sink.down = False
+    gate.set()
+    await drain
+    assert sink.written[-1] == ("delete", "default/victim") and recorder.pending_deletions == 0
+
+
+async def test_forget_reaches_the_sink_after_the_pods_last_writes_even_when_the_buffer_is_full():
+    sink = FlakySink()
+    recorder = BufferedRecorder(sink, capacity=2)
+    p, q, r = make_pod("p"), make_pod("q"), make_pod("r")
+    recorder.record(p, "Normal", "Scheduled", "Binding", "x")
+    recorder.record(q, "Normal", "Scheduled", "Binding", "x")
+    recorder.forget(p)  # full: enqueued all the same, after p's event
+    recorder.record(p, "Normal", "Scheduled", "Binding", "dropped")
+    recorder.forget(q)
+    assert sink.written == [] and recorder.dropped == 1 and recorder.pending == 4
+    recorder.forget(r)  # twice the capacity: told at once
+    assert sink.written == [("forget", "default/r")]
+    await recorder.flush()
+    assert sink.written[1:] == [("event", "default/p", "Scheduled", "x"), ("event", "default/q", "Scheduled", "x"),
+                                ("forget", "default/p"), ("forget", "default/q")]
+    recorder.forget(r)  # nothing pending (a standby's recorder, which nothing drains): at once
+    assert sink.written[-1] == ("forget", "default/r") and recorder.pending == 0
+    # A sink that remembers nothing per pod is not told; nothing is enqueued.
+    plain = BufferedRecorder(Sink())
+    plain.forget(p)
+    assert plain.pending == 0

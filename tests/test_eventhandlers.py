@@ -3,12 +3,14 @@ queue's ClusterEvents, as kube's eventhandlers.go; terminal pods hold no resourc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import attrs
 import pytest
 from schedkit import build
 
+from scorer.cluster.recorder import BufferedRecorder
 from scorer.explain import explain_pod
 from scorer.framework.events import ClusterEvent, matches
 from scorer.model import ClaimRef, LabelSelector, Namespace, PodDisruptionBudget, SelectorOwner, load_objects
@@ -214,6 +216,47 @@ def test_a_deleted_pending_pod_leaves_the_queue(env):
     env.handlers.on_pod_add(pod)
     env.handlers.on_pod_delete(pod)
     assert len(env.queue) == 0 and env.events == []
+
+
+def test_every_deleted_pod_is_forgotten_by_the_recorder_after_its_last_writes(env):
+    """Per-pod memory of the cluster writer goes with the pod: the recorder is told of every pod deleted
+    (pending, bound, turned terminal, re-created, another scheduler's), in order after its writes."""
+
+    class RememberingSink:
+        def __init__(self):
+            self.log = []
+
+        async def write_event(self, pod, type_, reason, action, note):
+            self.log.append(("event", pod.key))
+
+        async def write_pod_condition(self, pod, status, reason, message):
+            self.log.append(("condition", pod.key))
+
+        def forget(self, pod_key):
+            self.log.append(("forget", pod_key))
+
+    sink = RememberingSink()
+    recorder = BufferedRecorder(sink)
+    for fwk in env.asm.frameworks.values():
+        fwk.handle.recorder = recorder
+    env.handlers.on_node_add(make_node("n1"))
+    pending, bound, theirs = make_pod("pending"), make_pod("bound", node_name="n1"), make_pod("theirs",
+                                                                                             scheduler_name="x")
+    for pod in (pending, bound, theirs):
+        env.handlers.on_pod_add(pod)
+    recorder.record(pending, "Warning", "FailedScheduling", "Scheduling", "no")
+    env.handlers.on_pod_delete(pending)
+    env.handlers.on_pod_delete(bound)
+    env.handlers.on_pod_delete(theirs)
+    running = make_pod("job", node_name="n1")
+    env.handlers.on_pod_add(running)
+    env.handlers.on_pod_update(running, attrs.evolve(running, phase="Succeeded"))
+    old = make_pod("again")
+    env.handlers.on_pod_add(old)
+    env.handlers.on_pod_update(old, attrs.evolve(old, uid="a-new-uid"))
+    asyncio.run(recorder.flush())
+    assert sink.log == [("event", "default/pending"), ("forget", "default/pending"), ("forget", "default/bound"),
+                        ("forget", "default/theirs"), ("forget", "default/job"), ("forget", "default/again")]
 
 
 # -- terminal pods -------------------------------------------------------------------------------

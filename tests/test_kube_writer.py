@@ -414,3 +414,48 @@ async def test_volume_writes_are_merge_patches_with_the_resource_version_and_fai
         assert client.sent == [("PATCH", "/api/v1/namespaces/ns/persistentvolumeclaims/c",
                                 {"metadata": {"resourceVersion": "3", "annotations": {"x": "y"}}},
                                 "application/merge-patch+json")]
+
+
+# --- bounded per-pod memory under churn (no API server: a scripted client) -------------------------------
+
+
+def churn_pod(i: int) -> Pod:
+    return Pod(namespace="churn", name=f"p{i}", uid=f"u{i}")
+
+
+async def test_event_series_and_buckets_are_capped_like_client_gos_lru() -> None:
+    client = _Scripted(ApiResponse(201, b"{}"))
+    writer = ApiWriter(client)  # type: ignore[arg-type]
+    assert EventLimits().max_series == 4_096
+    for i in range(5_000):
+        await writer.write_event(churn_pod(i), "Normal", "Scheduled", "Binding", f"assigned churn/p{i} to n")
+    assert writer.remembered() == {"conditions": 0, "bound": 0, "series": 4_096, "series_pods": 4_096,
+                                   "buckets": 4_096}
+    # The least recently seen went first: a repeat of pod 0's Event is a new Event, pod 4999's is aggregated.
+    sent = len(client.sent)
+    await writer.write_event(churn_pod(4_999), "Normal", "Scheduled", "Binding", "assigned churn/p4999 to n")
+    await writer.write_event(churn_pod(0), "Normal", "Scheduled", "Binding", "assigned churn/p0 to n")
+    assert [method for method, *_ in client.sent[sent:]] == ["PATCH", "POST"]
+
+
+async def test_forget_drops_everything_of_a_deleted_pod_its_series_included() -> None:
+    client = _Scripted(ApiResponse(201, b"{}"))
+    writer = ApiWriter(client)  # type: ignore[arg-type]
+    pods = [churn_pod(i) for i in range(3)]
+    for pod in pods:
+        await writer.write_pod_condition(pod, "False", "Unschedulable", "0/3 nodes are available")
+        await unschedulable(writer, pod)
+        await unschedulable(writer, pod, "another note")
+    await writer.bind(pods[2], "n")  # bound: its condition is never written again, so not kept
+    assert writer.remembered() == {"conditions": 2, "bound": 1, "series": 6, "series_pods": 3, "buckets": 3}
+    for pod in pods:
+        writer.forget(pod.key)
+    assert writer.remembered() == {"conditions": 0, "bound": 0, "series": 0, "series_pods": 0, "buckets": 0}
+    writer.forget("churn/unknown")  # a pod never written about: nothing to do
+    # A series that expires or whose Event is gone leaves no index entry behind either.
+    clock = Clock()
+    writer = ApiWriter(_Scripted(ApiResponse(201, b"{}")), clock=clock)  # type: ignore[arg-type]
+    await unschedulable(writer, pods[0])
+    clock.now += EventLimits().window
+    await unschedulable(writer, pods[1])
+    assert writer.remembered()["series"] == 1 and writer.remembered()["series_pods"] == 1

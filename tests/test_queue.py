@@ -7,6 +7,7 @@ asyncio tests, which use tiny real periods.
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 import attrs
 import pytest
@@ -27,6 +28,7 @@ from scorer.framework.events import (
 )
 from scorer.framework.types import QueuedPodInfo
 from scorer.queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, SchedulingQueue
+from scorer.state.memory import release_memory
 
 
 @attrs.define
@@ -734,6 +736,7 @@ def test_unschedulable_gauge_follows_the_pool_whichever_way_pods_leave(clock: Fa
         {"initial_backoff": 5.0, "max_backoff": 1.0},
         {"backoff_flush_period": 0.0},
         {"unschedulable_flush_period": -1.0},
+        {"quiet_period": 0.0},
     ],
 )
 def test_bad_settings_are_rejected(kwargs: dict[str, float]) -> None:
@@ -786,3 +789,66 @@ async def test_run_flushes_and_cancels_cleanly(clock: FakeClock) -> None:
         await runner
     assert runner.cancelled()
     assert not [task for task in asyncio.all_tasks() if task.get_name().startswith("queue-")]
+
+
+# -- memory after churn ------------------------------------------------------------
+
+
+def test_memory_is_released_once_after_churn_when_nothing_changed_for_a_period(clock: FakeClock) -> None:
+    released: list[int] = []
+    queue = SchedulingQueue(priority_sort, clock=clock, release_memory=lambda: released.append(1))
+    for i in range(scorer.queue.RELEASE_AFTER_CHANGES // 2):
+        pod = FakePod(f"p{i}")
+        queue.add(pod)
+        queue.delete(pod)
+    assert queue.release_memory_if_quiet() is False  # changes since the last check: not quiet yet
+    assert queue.release_memory_if_quiet() is True and released == [1]  # a whole period without a change
+    assert queue.release_memory_if_quiet() is False and released == [1]  # nothing freed since
+    # A trickle of pods (and of cluster events) is not churn: no collection for it.
+    queue.add(FakePod("one"))
+    queue.move_all_to_active_or_backoff(NODE_ADD)
+    queue.release_memory_if_quiet()
+    assert queue.release_memory_if_quiet() is False and released == [1]
+    # After churn, the release goes on every quiet period while it still returns memory (the recorder
+    # frees what it drains after the queue went quiet), MAX_RELEASES times at most.
+    results = iter([True, True, False, True])
+    calls: list[int] = []
+    draining = SchedulingQueue(priority_sort, clock=clock,
+                               release_memory=lambda: calls.append(1) or next(results))
+    for _ in range(scorer.queue.RELEASE_AFTER_CHANGES):
+        draining.move_all_to_active_or_backoff(NODE_ADD)
+    assert [draining.release_memory_if_quiet() for _ in range(6)] == [False, True, True, True, False, False]
+    assert len(calls) == 3
+    endless = SchedulingQueue(priority_sort, clock=clock, release_memory=lambda: True)
+    for _ in range(scorer.queue.RELEASE_AFTER_CHANGES):
+        endless.move_all_to_active_or_backoff(NODE_ADD)
+    assert sum(endless.release_memory_if_quiet() for _ in range(20)) == scorer.queue.MAX_RELEASES
+    # Neither is a queue told to never release.
+    quiet = SchedulingQueue(priority_sort, clock=clock, release_memory=None)
+    for _ in range(scorer.queue.RELEASE_AFTER_CHANGES):
+        quiet.move_all_to_active_or_backoff(NODE_ADD)
+    assert not quiet.release_memory_if_quiet() and not quiet.release_memory_if_quiet()
+
+
+async def test_run_releases_memory_after_a_quiet_period(clock: FakeClock) -> None:
+    released = asyncio.Event()
+    queue = SchedulingQueue(priority_sort, clock=clock, quiet_period=0.001, release_memory=released.set)
+    for _ in range(scorer.queue.RELEASE_AFTER_CHANGES):
+        queue.move_all_to_active_or_backoff(NODE_ADD)  # cluster events count as churn too
+    runner = asyncio.create_task(queue.run(), name="queue")
+    await asyncio.wait_for(released.wait(), 5.0)
+    runner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runner
+
+
+def test_release_memory_collects_cyclic_garbage() -> None:
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle: only a collection frees it
+    gone = weakref.ref(a)
+    del a, b
+    release_memory()
+    assert gone() is None

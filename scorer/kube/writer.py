@@ -53,9 +53,16 @@ real cluster (reference §7, §8.1):
   precondition and the pod's own grace period; 404/409 = already gone.
   ``clear_nominated_node``: ``nominatedNodeName: null`` in a status patch.
 
-What the writer remembers (conditions written, pods bound, series, per-pod
-buckets) is bounded: least recently used entries go first, series also
-expire after ``window``. ``forget(pod_key)`` drops a deleted pod's entries.
+What the writer remembers is bounded, so that churn (pods created and
+deleted by the thousand) leaves nothing behind: the Event series and the
+per-pod buckets are least-recently-used caches of ``max_series`` entries
+(4,096, client-go's EventCorrelator and spam filter size), series also expire
+``window`` after their last occurrence; the conditions written and the pods
+bound are kept for at most ``max_pods`` pods (least recently used go first),
+and a pod's condition is dropped once this writer bound it (a bound pod's
+condition is never written again). ``forget(pod_key)`` drops everything of a
+deleted pod, its series included; the event handlers call it (through the
+recorder, in order after the pod's last writes) for every pod deleted.
 """
 
 from __future__ import annotations
@@ -104,7 +111,9 @@ class EventLimits:
     per_object_refill_seconds: float = 300.0  # ... then one every 5 minutes)
     window: float = 600.0  # seconds after its last occurrence an Event still absorbs identical ones
     series_interval: float = 60.0  # seconds between two patches of a series' count
-    max_series: int = 50_000  # series and per-pod buckets remembered
+    # Series and per-pod buckets remembered (least recently used go first): client-go's LRU size. A repeat
+    # of an Event whose series was dropped is written as a new Event.
+    max_series: int = 4_096
 
 
 class _Bucket:
@@ -161,8 +170,9 @@ class ApiWriter:
         self._conditions: collections.OrderedDict[str, tuple[str, str, str, str, str]] = collections.OrderedDict()
         self._bound: collections.OrderedDict[str, str] = collections.OrderedDict()  # pod key -> uid this writer bound
         self._events_v1: bool | None = None  # None until the first Event tells
-        # (pod key, uid, type, reason, action, note) -> its series, least recently seen first
+        # (pod key, uid, type, reason, action, note, related) -> its series, least recently seen first
         self._series: collections.OrderedDict[tuple[str, ...], _Series] = collections.OrderedDict()
+        self._pod_series: dict[str, set[tuple[str, ...]]] = {}  # pod key -> the keys of its series
         self._object_buckets: collections.OrderedDict[str, _Bucket] = collections.OrderedDict()
         self._bucket = _Bucket(limits.burst, clock())
         self._dropping = False
@@ -180,6 +190,7 @@ class ApiWriter:
                                              body=body)
         if response.status in (200, 201):
             _remember(self._bound, pod.key, pod.uid, self.max_pods)
+            self._conditions.pop(pod.key, None)  # a bound pod's condition is not written again
             return
         if response.status in (404, 409):
             raise BindConflict(f"binding {pod.key} to {node_name}: {response.status}: {response.reason()}")
@@ -218,9 +229,7 @@ class ApiWriter:
             self._failed.inc()
             raise
         self._written.inc()
-        self._series[key] = _Series(path, v1, now, now, stamp)
-        while len(self._series) > self.limits.max_series:
-            self._series.popitem(last=False)
+        self._add_series(key, _Series(path, v1, now, now, stamp))
 
     async def _post_event(self, pod: Pod, type_: str, reason: str, action: str, note: str,
                           related: Pod | None = None) -> tuple[str, bool, datetime.datetime]:
@@ -292,7 +301,7 @@ class ApiWriter:
         try:
             response = await self.events_client.request("PATCH", series.path, body=patch, content_type=MERGE_PATCH)
             if response.status == 404:  # the Event expired (the API's event TTL): forget the series
-                self._series.pop(key, None)
+                self._drop_series(key)
                 return False
             _check(response, f"Event series {series.path}")
         except Exception:
@@ -314,10 +323,26 @@ class ApiWriter:
     def _expire_series(self, now: float) -> None:
         window = self.limits.window
         while self._series:
-            oldest = next(iter(self._series.values()))
+            key, oldest = next(iter(self._series.items()))
             if now - oldest.last_seen < window:
                 break
-            self._series.popitem(last=False)
+            self._drop_series(key)
+
+    def _add_series(self, key: tuple[str, ...], series: _Series) -> None:
+        """Remember a new series, dropping the least recently seen beyond ``max_series``."""
+        self._series[key] = series
+        self._pod_series.setdefault(key[0], set()).add(key)
+        while len(self._series) > self.limits.max_series:
+            self._drop_series(next(iter(self._series)))
+
+    def _drop_series(self, key: tuple[str, ...]) -> None:
+        if self._series.pop(key, None) is None:
+            return
+        keys = self._pod_series.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._pod_series[key[0]]
 
     # --- the PodScheduled condition ---------------------------------------------------------------
 
@@ -411,10 +436,17 @@ class ApiWriter:
         return stored
 
     def forget(self, pod_key: str) -> None:
-        """A deleted pod: drop what this writer remembers of it (its series expire on their own)."""
+        """A deleted pod: drop what this writer remembers of it, its Event series included."""
         self._conditions.pop(pod_key, None)
         self._bound.pop(pod_key, None)
         self._object_buckets.pop(pod_key, None)
+        for key in self._pod_series.pop(pod_key, ()):
+            self._series.pop(key, None)
+
+    def remembered(self) -> dict[str, int]:
+        """How many entries each per-pod memory holds (tests, diagnostics)."""
+        return {"conditions": len(self._conditions), "bound": len(self._bound), "series": len(self._series),
+                "series_pods": len(self._pod_series), "buckets": len(self._object_buckets)}
 
 
 def _remember(entries: collections.OrderedDict[str, _V], key: str, value: _V, cap: int) -> _V:
