@@ -17,7 +17,11 @@ COPY contrib_plugins/networktraffic/ contrib_plugins/networktraffic/
 RUN pip wheel --wheel-dir /wheels . ./contrib_plugins/loadaware ./contrib_plugins/networktraffic
 
 FROM ${PYTHON_IMAGE}
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# PYTHONMALLOC=malloc: small objects from glibc's malloc, not Python's arenas, so that what pod churn
+# allocated goes back to the system once the pods are gone (README, "Faults": 3 minutes of churn at 365
+# pods/s left RSS 153 MB above idle with the default allocator, 25 MB with this one).
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    PYTHONMALLOC=malloc
 # The numeric uid/gid the Deployment's securityContext runs as (runAsUser: 10001).
 RUN groupadd --system --gid 10001 scorer \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin scorer

@@ -418,7 +418,7 @@ def main() -> None:
         finally:
             log = proc.log()
             proc.stop()
-        print(json.dumps(attrs.asdict(report, filter=lambda a, v: a.name != "kept"), indent=1))
+        print(json.dumps(attrs.asdict(report, filter=lambda a, v: a.name not in ("kept", "unbound")), indent=1))
         print(report.summary())
         print("\n".join(line for line in log.splitlines() if LEVELS.match(line))[-5000:])
 
