@@ -38,7 +38,9 @@ kube = pytest.mark.kube
 @kube
 async def test_a_fenced_client_sends_reads_but_no_write(control_plane) -> None:
     leading = [True]
-    async with ApiClient(load_kubeconfig(control_plane.kubeconfig), fence=lambda: leading[0]) as client:
+    # (Not scorer's user agent: tests/test_k8s_rbac.py holds scorer's own calls to the shipped RBAC rules.)
+    async with ApiClient(load_kubeconfig(control_plane.kubeconfig), fence=lambda: leading[0],
+                         user_agent="fence-test") as client:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fence-a"}, "data": {"k": "v"}}
         assert (await client.request("POST", "/api/v1/namespaces/default/configmaps", body=body)).status == 201
         leading[0] = False
