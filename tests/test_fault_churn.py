@@ -31,6 +31,7 @@ import pytest
 from kubekit import TOKEN, ControlPlane
 from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
+from scorer.bench.e2e_api import delete_pod_now
 from scorer.quantity import resource_value
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
@@ -107,15 +108,8 @@ class _Churn:
             asyncio.get_running_loop().call_later(self.rng.uniform(0.0, 0.5), self.deletions.put_nowait, entry)
 
     async def delete(self, name: str, uid: str, bound: bool) -> None:
-        body = orjson.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                             "preconditions": {"uid": uid}})
-        try:
-            async with self.session.delete(f"{self.url}/api/v1/namespaces/{self.namespace}/pods/{name}", data=body,
-                                           timeout=aiohttp.ClientTimeout(total=30)) as response:
-                await response.read()
-                ok = response.status in (200, 202, 404, 409)
-        except (aiohttp.ClientError, TimeoutError):
-            ok = False
+        status = await delete_pod_now(self.session, self.url, self.namespace, name, uid)
+        ok = status in (200, 202, 404, 409)  # 404, 409: deleted already, or another pod of that name now
         if not ok:
             self.stats.delete_failures += 1
         elif bound:

@@ -307,8 +307,15 @@ def test_dropped_watches_410_and_failed_bindings_lose_no_pod(plane, cluster, sco
             time.sleep(0.3)
 
     # Every watch is cut after 3 lines, over and over: the reflectors resume from the last version.
+    rule_at = time.monotonic()
     proxy.add(watch=True, drop_after_lines=3, count=None)
-    proxy.drop_streams()  # the watches opened before the rule
+
+    def pods_watch_under_the_rule() -> bool:
+        # A watch opened before the rule is cut; so is one on its way then (not streaming yet at the first cut).
+        proxy.drop_streams()
+        return any(r.time >= rule_at for r in proxy.proxy.watches("/api/v1/pods"))
+
+    wait_until(pods_watch_under_the_rule, 30, "a pods watch opened under the rule")
     create("drop", 10, batches=5)
     wait_until(lambda: set(names) <= set(cluster.bound(namespace)), 60, "pods bound through dropped watches")
     assert proc.metric("scorer_reflector_watch_restarts_total", {"resource": "pods"}) >= 5

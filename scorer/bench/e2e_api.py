@@ -164,6 +164,19 @@ def pod_request(pod: Mapping[str, Any], classes: dict[str, dict[str, Any]], *, b
 # --- API access (the harness's own, unthrottled: measuring must not go through the code under test) -----
 
 
+async def delete_pod_now(session: aiohttp.ClientSession, url: str, namespace: str, name: str, uid: str) -> int | None:
+    """DELETE pod ``name`` (of ``uid`` only) with no grace period; the answer's status, None when none came."""
+    body = orjson.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                         "preconditions": {"uid": uid}})
+    try:
+        async with session.delete(f"{url}/api/v1/namespaces/{namespace}/pods/{name}", data=body,
+                                  timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            await resp.read()
+            return resp.status
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+
+
 class Api:
     """An aiohttp session to the control plane: creations by a pool of workers, a LIST, deletes, a scrape."""
 
@@ -233,15 +246,7 @@ class Api:
 
     async def delete_now(self, namespace: str, name: str, uid: str) -> bool:
         """DELETE a pod with no grace period (what a kubelet does once the containers stopped)."""
-        body = orjson.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                             "preconditions": {"uid": uid}})
-        try:
-            async with self.session.delete(f"{self.url}/api/v1/namespaces/{namespace}/pods/{name}", data=body,
-                                           timeout=aiohttp.ClientTimeout(total=30)) as resp:
-                await resp.read()
-                return resp.status in (200, 202)
-        except (aiohttp.ClientError, TimeoutError):
-            return False
+        return await delete_pod_now(self.session, self.url, namespace, name, uid) in (200, 202)
 
     async def status(self, port: int, path: str) -> int | None:
         """The HTTP status of a GET of ``path`` on a local server (a probe), None while nothing answers."""
