@@ -37,8 +37,14 @@ M = TypeVar("M", Counter, Gauge, Histogram)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
-    """Prometheus/client-go ``ExponentialBuckets``: start, start*factor, ... (count values)."""
-    return tuple(start * factor**i for i in range(count))
+    """Prometheus/client-go ``ExponentialBuckets``: start, start*factor, ... (count values), by repeated
+    multiplication as Go computes them (``start * factor**i`` differs in the last digit: 2.2500000000000005e-05
+    where kube-scheduler has 2.25e-05, and a query on the bound would not match)."""
+    buckets = []
+    for _ in range(count):
+        buckets.append(start)
+        start *= factor
+    return tuple(buckets)
 
 
 # Bucket lists of reference §6.

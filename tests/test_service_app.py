@@ -135,7 +135,7 @@ async def test_schedules_and_serves_metrics_and_probes(aiohttp_client):
     response = await client.get("/metrics")
     assert response.status == 200
     text = await response.text()
-    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 5.0' in text
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 5\n' in text
     for path in ("/healthz", "/livez", "/readyz"):
         response = await client.get(path)
         assert (response.status, await response.text()) == (200, "ok")

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from scorer import exposition
 from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE, ExtenderMetrics
 from scorer.metrics import SchedulerMetrics
 
@@ -59,7 +59,7 @@ def app() -> web.Application:
         return web.Response(text="ok")
 
     async def metrics_text(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=exposition.render(registry), headers={"Content-Type": exposition.CONTENT_TYPE})
 
     application = web.Application(client_max_size=64 << 20)
     for verb in (FILTER, PRIORITIZE):

@@ -46,8 +46,8 @@ from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from scorer import exposition
 from scorer.assembly import Assembly
 from scorer.cluster.interface import ClusterSource
 from scorer.config import effective_config
@@ -407,8 +407,8 @@ async def _scheduling_loop(app: web.Application) -> AsyncIterator[None]:
 
 # -- HTTP -------------------------------------------------------------------------------
 async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[ASSEMBLY_KEY].metrics.registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    body = exposition.render(request.app[ASSEMBLY_KEY].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": exposition.CONTENT_TYPE})
 
 
 async def _configz(request: web.Request) -> web.Response:
