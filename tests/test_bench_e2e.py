@@ -89,6 +89,19 @@ def test_extension_points_and_plugins_are_grouped_by_their_labels() -> None:
     assert e2e.plugins_ms(text) == {"Score/ImageLocality": {"mean": 0.5, "count": 4}}
 
 
+def test_cpu_per_pod_splits_start_up_from_the_per_pod_path_and_the_cycle_from_the_rest() -> None:
+    algorithm = "scheduler_scheduling_algorithm_duration_seconds"
+    text = "\n".join([f"# TYPE {algorithm} histogram", f'{algorithm}_bucket{{le="+Inf"}} 101',
+                      f"{algorithm}_sum 0.05", f"{algorithm}_count 101"]) + "\n"
+    # 1.2 CPU seconds in all, 1.0 of them before the first bind; 101 pods bound.
+    figures = e2e.cpu_per_pod({"scheduler": 1.2, "extender": 0.303}, 1.0, 101, text)
+    assert figures == {"ms": round(1200 / 101, 3), "ms_after_first_bind": 2.0, "cycle_share": 0.25,
+                       "start_up_s": 1.0, "extender_ms": 3.0}
+    assert e2e.cpu_per_pod({"scheduler": 1.2}, None, 101, None) == {
+        "ms": round(1200 / 101, 3), "ms_after_first_bind": None, "cycle_share": None, "start_up_s": None}
+    assert e2e.cpu_per_pod({"scheduler": 1.2}, 1.0, 0, text) is None
+
+
 def test_throughput_is_bound_pods_over_first_to_last_bind_sampled_every_whole_second() -> None:
     started = 100.0
     binds = [101.0 + i * 0.01 for i in range(150)] + [102.0 + i * 0.02 for i in range(50)] + [103.5]
@@ -251,6 +264,11 @@ def check_smoke_point(point: dict[str, Any], scheduler: str) -> None:
         assert point["extension_points_ms"][name]["count"] >= 20, point["extension_points_ms"]
     assert point["memory"]["peak_rss_mb"] > 0
     assert point["cpu_seconds"]["scheduler"] > 0 and point["wall_s"] > 0
+    cpu = point["cpu_per_pod"]
+    assert cpu["ms"] == round(point["cpu_seconds"]["scheduler"] * 1000 / 20, 3) > 0
+    assert 0 < cpu["start_up_s"] <= point["cpu_seconds"]["scheduler"] + 0.02
+    assert cpu["ms_after_first_bind"] is None or cpu["ms_after_first_bind"] > 0
+    assert cpu["cycle_share"] is None or 0 < cpu["cycle_share"] <= 1
 
 
 @pytest.mark.kube

@@ -123,6 +123,8 @@ from scorer.bench.e2e_config import (
 )
 from scorer.bench.e2e_metrics import (
     ATTEMPT,
+    cpu_per_pod,
+    cpu_seconds,
     cpu_snapshot,
     cpu_split,
     cycle_ms,
@@ -153,6 +155,7 @@ __all__ = [
     "Run",
     "STAND_IN",
     "e2e_available",
+    "cpu_per_pod",
     "empty_extender",
     "empty_point",
     "extender_entry",
@@ -211,7 +214,8 @@ def empty_point(setup: Setup, spec: PointSpec, config_path: str | None) -> dict[
             "cycle_ms": None, "cycle_source": "algorithm histogram", "attempt_ms": None, "throughput": None,
             "extension_points_ms": {}, "plugins_ms": {},
             "memory": {"peak_rss_mb": None, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
-            "cpu_seconds": None, "load_s": {}, "wall_s": None, "check": {}, "warnings": [], "error": None,
+            "cpu_seconds": None, "cpu_per_pod": None, "load_s": {}, "wall_s": None, "check": {}, "warnings": [],
+            "error": None,
             "kube_version": KUBE_VERSION,
             **({"extender": empty_extender(spec.scheduler)} if spec.scheduler in EXTENDED else {})}
 
@@ -393,7 +397,7 @@ async def measure(run: Run, command: list[str]) -> None:
         if run.controllers is not None and run.controllers.process is not None:
             pids["kube_controller_manager"] = run.controllers.process.pid
         extender_peak: dict[str, int] = {}
-        pollers = []
+        pollers: list[asyncio.Task[Any]] = []
         if run.extender_command is not None:  # the extender ready (scorer: its caches synced) before kube-scheduler
             extender = run.start_extender()
             pollers.append(asyncio.create_task(poll_rss(extender, extender_peak), name="extender-rss-poll"))
@@ -404,13 +408,17 @@ async def measure(run: Run, command: list[str]) -> None:
         proc = run.start_scheduler(command)
         peak: dict[str, int] = {}
         pollers.append(asyncio.create_task(poll_rss(proc, peak), name="rss-poll"))
+        first_bind_cpu = asyncio.create_task(cpu_at_first_bind(watch, proc.pid), name="first-bind-cpu")
+        pollers.append(first_bind_cpu)
         watch.last_bind = t0
         outcome = await wait_bound(watch, watch_task, proc, deadline, run.extender)
         point["cpu_seconds"] = cpu_split(cpu_before, cpu_snapshot({**pids, "scheduler": proc.pid}),
                                          time.monotonic() - t0)
         record_binds(point, watch, t0, outcome)
+        at_first_bind = first_bind_cpu.result() if first_bind_cpu.done() else None
         if proc.poll() is None:
-            await record_metrics(point, api, port, len(watch.bound), deadline + 10)
+            text = await record_metrics(point, api, port, len(watch.bound), deadline + 10)
+            point["cpu_per_pod"] = cpu_per_pod(point["cpu_seconds"], at_first_bind, len(watch.bound), text)
             peak["VmHWM"] = max(peak.get("VmHWM", 0), proc_status(proc.pid).get("VmHWM", 0))
         else:
             point["error"] = f"{run.spec.scheduler} exited with {proc.returncode}: {log_tail(run.log)}"
@@ -530,15 +538,23 @@ def record_binds(point: dict[str, Any], watch: BindWatch, t0: float, outcome: st
         point["error"] = f"deadline reached with {len(times)} of {point['pods']} pods bound"
 
 
-async def record_metrics(point: dict[str, Any], api: Api, port: int, bound: int, deadline: float) -> None:
+async def cpu_at_first_bind(watch: BindWatch, pid: int) -> float:
+    """The scheduler's CPU seconds when the watch shows its first bind (start-up and initial LISTs done)."""
+    await watch.first_bound.wait()
+    return cpu_seconds(pid)
+
+
+async def record_metrics(point: dict[str, Any], api: Api, port: int, bound: int, deadline: float) -> str | None:
+    """Fills the point's cycle and extension-point figures from the scheduler's /metrics; returns its text."""
     text = await scrape(api, port, bound, deadline)
     if text is None:
         point["warnings"].append("the scheduler's /metrics did not answer")
-        return
+        return None
     point["cycle_ms"] = cycle_ms(text)
     point["attempt_ms"] = summary_ms(text, ATTEMPT)
     point["extension_points_ms"] = extension_points_ms(text)
     point["plugins_ms"] = plugins_ms(text)
+    return text
 
 
 async def record_extender(point: dict[str, Any], api: Api, run: Run, peak: dict[str, int]) -> None:

@@ -290,6 +290,7 @@ class BindWatch:
         self.tasks: set[asyncio.Task[None]] = set()
         self.established = asyncio.Event()
         self.complete = asyncio.Event()
+        self.first_bound = asyncio.Event()
         self.last_bind = time.monotonic()
 
     async def run(self, deadline: float) -> None:
@@ -331,6 +332,7 @@ class BindWatch:
         if seen is None:
             self.bound[key] = (now, node)
             self.last_bind = now
+            self.first_bound.set()
             if len(self.bound) == len(self.pending):
                 self.complete.set()
         elif seen[1] != node:

@@ -154,6 +154,32 @@ def cycle_ms(metrics_text: str) -> dict[str, Any] | None:
             "count": found["count"], "blocks_p50": None}
 
 
+def cpu_per_pod(cpu: Mapping[str, float] | None, at_first_bind: float | None, bound: int,
+                metrics_text: str | None) -> dict[str, Any] | None:
+    """Where the scheduler's CPU goes, per bound pod: ``ms`` (its process from its start, start-up and the
+    initial LISTs included), ``ms_after_first_bind`` (from the first bind on: the per-pod path alone),
+    ``cycle_share`` (the scheduling algorithm's seconds, ``scheduler_scheduling_algorithm_duration_seconds``'
+    sum, over the CPU seconds after the first bind: the rest is the API path, the event loop, Events...),
+    ``start_up_s`` (CPU seconds before the first bind) and, with an extender, ``extender_ms`` (its CPU per
+    pod while kube-scheduler ran: its start-up is not in it). None without binds."""
+    if not cpu or bound <= 0 or cpu.get("scheduler") is None:
+        return None
+    total = cpu["scheduler"]
+    figures: dict[str, Any] = {"ms": round(total * 1000 / bound, 3), "ms_after_first_bind": None,
+                               "cycle_share": None, "start_up_s": None}
+    if at_first_bind is not None:
+        figures["start_up_s"] = round(at_first_bind, 3)
+        after = total - at_first_bind
+        if bound > 1 and after > 0:
+            figures["ms_after_first_bind"] = round(after * 1000 / (bound - 1), 3)
+            cycles = histograms(metrics_text, ALGORITHM).get(()) if metrics_text else None
+            if cycles is not None and cycles.count:
+                figures["cycle_share"] = round(min(1.0, cycles.total / after), 3)
+    if cpu.get("extender") is not None:
+        figures["extender_ms"] = round(cpu["extender"] * 1000 / bound, 3)
+    return figures
+
+
 def extension_points_ms(metrics_text: str) -> dict[str, dict[str, Any]]:
     return {point: {"mean": h.mean_ms, "p50": h.ms(0.5), "p99": h.ms(0.99), "count": int(h.count)}
             for (point,), h in sorted(histograms(metrics_text, EXTENSION_POINT, ("extension_point",)).items())
