@@ -299,6 +299,7 @@ class InMemoryCluster:
             getattr(self._handlers, f"on_{kind}_update")(old, obj)
 
     def _store_of(self, obj: ClusterObject) -> tuple[dict[str, Any], str, str]:
+        # Any: the store of obj's kind, each a dict of its own type (dicts are invariant: no one type covers them)
         if isinstance(obj, Node):
             return self.nodes, obj.name, "node"
         if isinstance(obj, Pod):
