@@ -176,8 +176,8 @@ class Handle:
 
     ``cache`` is the ClusterCache (read-only for plugins); ``binder`` binds a
     pod (``await binder.bind(pod, node_name)``; the assembly gives the cluster's
-    ``ClusterWriter``, also a ``VolumeWriter`` where the cluster has volumes;
-    None: no cluster to bind to); ``sources`` is the hub of metric inputs that
+    ``ClusterWriter``, which VolumeBinding also writes through as a
+    ``VolumeWriter``; None: no cluster to bind to); ``sources`` is the hub of metric inputs that
     metric-driven plugins read (None where the caller provides none);
     ``metrics`` the app's own Prometheus metrics.
 
