@@ -38,7 +38,7 @@ and the queue's ClusterEvents (kube-scheduler's eventhandlers.go).
 
 A deleted pod waiting at Permit is rejected, so its binding cycle ends. Every
 deleted pod (and a pod turning terminal, or re-created under its name) is
-also told to the recorder (``forget``, when the profiles' recorder has one),
+also told to the profiles' recorder (``forget``),
 so that the cluster writer drops what it remembers of the pod (its last
 condition, its Event series) in order after the pod's last writes: per-pod
 memory goes with the pod, however many pods come and go.
@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeVar
 
 import attrs
 
@@ -100,6 +100,8 @@ from scorer.model.storage import (
 from scorer.queue import SchedulingQueue
 
 log = logging.getLogger("scorer.eventhandlers")
+
+_Counted = TypeVar("_Counted", Node, Pod)  # what a cache change counts
 
 # The event resource of each storage kind.
 STORAGE_RESOURCES: dict[type, str] = {
@@ -287,7 +289,7 @@ class EventHandlers:
         if self._count(self.cache.add_pod, pod):
             self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD)
 
-    def _count(self, change: Callable[[Any], None], obj: Node | Pod) -> bool:
+    def _count(self, change: Callable[[_Counted], None], obj: _Counted) -> bool:
         """Apply a cache change; a CacheError is logged (it names the pod) and skipped."""
         try:
             change(obj)
@@ -300,9 +302,8 @@ class EventHandlers:
         """Tell the recorder (the pod's profile's, else the first profile's: the Scheduler gives them all
         the same one) that ``pod`` is gone."""
         fwk = self.frameworks.get(pod.scheduler_name) or next(iter(self.frameworks.values()), None)
-        forget = getattr(fwk.handle.recorder, "forget", None) if fwk is not None else None
-        if forget is not None:
-            forget(pod)
+        if fwk is not None and fwk.handle.recorder is not None:
+            fwk.handle.recorder.forget(pod)
 
     def _reject_waiting(self, pod: Pod) -> None:
         fwk = self.frameworks.get(pod.scheduler_name)

@@ -16,7 +16,10 @@ way (a test holds them to it)::
 What it exports:
 
 * the contract: ``hookimpl``, ``PLUGIN_API_VERSION``, ``PluginRegistry`` (what
-  ``scorer_register_plugins`` registers into), ``Handle`` (what a factory gets);
+  ``scorer_register_plugins`` registers into), ``Handle`` (what a factory gets)
+  and the types of its seams: ``Binder`` (``handle.binder``, what a Bind plugin
+  binds through), ``EventRecorder`` (``handle.recorder``: Events, conditions,
+  preemption's writes, enqueued without I/O);
 * the cycle: ``Status``, ``Code``, ``CycleState``, ``Pod``, ``Node``,
   ``NodeInfo`` (per-node methods), ``NodeBatch`` (vectorized methods),
   ``FilterVerdict``, ``PreFilterResult``, ``MIN_NODE_SCORE``/``MAX_NODE_SCORE``;
@@ -70,6 +73,8 @@ from scorer.framework.events import UPDATE_POD_TOLERATION as UPDATE_POD_TOLERATI
 from scorer.framework.events import WILDCARD as WILDCARD
 from scorer.framework.events import ClusterEvent as ClusterEvent
 from scorer.framework.runtime import Handle as Handle
+from scorer.framework.seams import Binder as Binder
+from scorer.framework.seams import EventRecorder as EventRecorder
 from scorer.framework.status import Code as Code
 from scorer.framework.status import Status as Status
 from scorer.framework.types import MAX_NODE_SCORE as MAX_NODE_SCORE

@@ -1,9 +1,10 @@
 """Cluster sources and writers: the seam between the scheduler and a cluster.
 
-``interface`` defines the Protocols (Binder, EventSink, EventRecorder,
-ClusterSource, ObjectHandlers); ``memory`` is the in-memory cluster of
+``interface`` holds the Protocols (ClusterSource, ObjectHandlers; Binder,
+EventSink, ClusterWriter, EventRecorder re-exported from the framework's
+``scorer.framework.seams``); ``memory`` is the in-memory cluster of
 simulate, explain, the bench and the tests; ``recorder`` the buffered
-EventRecorder over any sink. The API reflectors and client of ``scorer run``
+EventRecorder over any ClusterWriter. The API reflectors and client of ``scorer run``
 are the second implementation.
 """
 

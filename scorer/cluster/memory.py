@@ -11,6 +11,9 @@ the way a kube-apiserver would:
   retried), or ``ScorerError`` for an unknown node (retried: the API server
   would not refuse it, but a simulation should not bind to a missing node);
 * ``EventSink``: keeps the Events and PodScheduled conditions written to it;
+* the rest of ``ClusterWriter``: ``delete_pod`` deletes a preemption victim at
+  once, ``clear_nominated_node`` clears a nomination; ``forget`` has nothing
+  to drop (nothing is kept of a pod beyond the pod itself);
 * ``VolumeWriter``: ``update_persistent_volume`` / ``update_persistent_volume_claim``
   write a PV's claimRef and annotations, a PVC's annotations, with the
   resourceVersion as precondition (``UpdateConflict`` when it is stale or the
@@ -211,6 +214,9 @@ class InMemoryCluster:
     async def clear_nominated_node(self, pod: Pod) -> None:
         self._set_nominated_node(pod, "")
 
+    def forget(self, pod_key: str) -> None:
+        """Nothing to drop: the Events and conditions written are the cluster's record, kept."""
+
     def _set_nominated_node(self, pod: Pod, node: str) -> None:
         """``status.nominatedNodeName`` of the pending pod, as an API status patch would set it."""
         current = self.pods.get(pod.key)
@@ -293,6 +299,7 @@ class InMemoryCluster:
             getattr(self._handlers, f"on_{kind}_update")(old, obj)
 
     def _store_of(self, obj: ClusterObject) -> tuple[dict[str, Any], str, str]:
+        # Any: the store of obj's kind, each a dict of its own type (dicts are invariant: no one type covers them)
         if isinstance(obj, Node):
             return self.nodes, obj.name, "node"
         if isinstance(obj, Pod):

@@ -68,6 +68,7 @@ from scorer.framework.plugincalls import (
     to_verdict,
 )
 from scorer.framework.profile import FrameworkProfile
+from scorer.framework.seams import Binder, EventRecorder
 from scorer.framework.status import SUCCESS, Code, Status
 from scorer.framework.types import (
     MAX_NODE_SCORE,
@@ -130,7 +131,7 @@ class WaitingPod:
     requeued as unschedulable.
     """
 
-    def __init__(self, pod: Any, pending_plugins: set[str]) -> None:
+    def __init__(self, pod: Pod, pending_plugins: set[str]) -> None:
         self.pod = pod
         self.pending_plugins = set(pending_plugins)
         self.rejection: Status | None = None
@@ -174,9 +175,11 @@ class Handle:
     """What a plugin factory gets besides its args: the cluster and the profile.
 
     ``cache`` is the ClusterCache (read-only for plugins); ``binder`` binds a
-    pod (``await binder.bind(pod, node_name)``); ``sources`` is the hub of
-    metric inputs that metric-driven plugins read (None where the caller
-    provides none); ``metrics`` the app's own Prometheus metrics.
+    pod (``await binder.bind(pod, node_name)``; the assembly gives the cluster's
+    ``ClusterWriter``, which VolumeBinding also writes through as a
+    ``VolumeWriter``; None: no cluster to bind to); ``sources`` is the hub of metric inputs that
+    metric-driven plugins read (None where the caller provides none);
+    ``metrics`` the app's own Prometheus metrics.
 
     Set by the Scheduler for the profiles it runs (None when a plugin runs
     alone, in tests): ``nominator``, the queue's pods nominated to nodes
@@ -188,12 +191,12 @@ class Handle:
 
     cache: ClusterCache
     profile_name: str = "default-scheduler"
-    binder: Any = None
+    binder: Binder | None = None
     sources: SourceHub | None = None
     metrics: SchedulerMetrics | None = None
     waiting_pods: dict[str, WaitingPod] = attrs.Factory(dict)  # by pod key
     nominator: PodNominator | None = None
-    recorder: Any = None
+    recorder: EventRecorder | None = None
     rng: random.Random | None = None
     framework: Framework | None = None
 

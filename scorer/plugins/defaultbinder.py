@@ -15,7 +15,7 @@ plugins may return ``bind_conflict(message, plugin)`` for a conflict.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from scorer.framework.catalog import PluginRegistry
     from scorer.framework.cycle_state import CycleState
     from scorer.framework.runtime import Handle
+    from scorer.framework.seams import Binder
     from scorer.model import Pod
 
 NAME = "DefaultBinder"
@@ -47,9 +48,11 @@ def is_bind_conflict(status: Status) -> bool:
 
 
 class DefaultBinder:
+    """Binds through ``binder`` (the handle's); None: every bind is an Error status."""
+
     name = NAME
 
-    def __init__(self, binder: Any) -> None:
+    def __init__(self, binder: Binder | None) -> None:
         self._binder = binder
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
