@@ -82,12 +82,12 @@ class _Event(_PodWrite):
 class _Condition(_PodWrite):
     """The pod's PodScheduled condition, and its nomination unless ``nominated_node`` is None."""
 
-    what = "the PodScheduled condition"
-    kind = "writing PodScheduled conditions"
     status: str
     reason: str
     message: str
     nominated_node: str | None
+    what = "the PodScheduled condition"
+    kind = "writing PodScheduled conditions"
 
 
 @attrs.frozen(slots=True)
