@@ -59,6 +59,7 @@ from scorer.framework.events import (
     UPDATE_NODE_LABEL,
     ClusterEvent,
 )
+from scorer.framework.seams import VolumeWriter
 from scorer.framework.status import Code, Status
 from scorer.framework.types import FilterVerdict, NodeBatch
 from scorer.plugins.volumebinding.args import VolumeBindingArgs
@@ -276,17 +277,15 @@ class VolumeBinding:
         if not bindings and not provisions:
             return pod_volumes
         writer = self.handle.binder
-        update_pv = getattr(writer, "update_persistent_volume", None)
-        update_pvc = getattr(writer, "update_persistent_volume_claim", None)
         written_pvs = written_pvcs = 0
         try:
-            if not callable(update_pv) or not callable(update_pvc):
+            if not isinstance(writer, VolumeWriter):
                 raise ScorerError(ERR_NO_WRITER)
             for i, binding in enumerate(bindings):
-                bindings[i] = StaticBinding(binding.pvc, await update_pv(binding.pv))
+                bindings[i] = StaticBinding(binding.pvc, await writer.update_persistent_volume(binding.pv))
                 written_pvs += 1
             for i, pvc in enumerate(provisions):
-                provisions[i] = await update_pvc(pvc)
+                provisions[i] = await writer.update_persistent_volume_claim(pvc)
                 written_pvcs += 1
         except BaseException:
             revert_pod_volumes(PodVolumes(tuple(bindings[written_pvs:]), tuple(provisions[written_pvcs:])),
