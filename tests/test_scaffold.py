@@ -202,7 +202,7 @@ def test_each_kind_installs_lists_validates_simulates_and_passes_its_tests(tmp_p
         run("scorer", "plugin", "new", name, "--kind", kind)
     run("python", "-m", "pip", "install", "--quiet", *(f"./{name}[test]" for name in NAMES.values()), timeout=900)
 
-    listed = {p["name"]: p for p in json.loads(run("scorer", "plugins", "--output", "json").stdout)}
+    listed = {p["name"]: p for p in json.loads(run("scorer", "plugins", "--output", "json").stdout)["plugins"]}
     (tmp_path / "default.yaml").write_text(DEFAULT_CONFIG)
     default = json.loads(run("scorer", "simulate", "--config", "default.yaml", "--output", "json").stdout)
     for kind, name in NAMES.items():
