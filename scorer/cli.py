@@ -274,17 +274,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    """The registered plugins, then the distributions that failed to load: with the reason and the
+    entry-point name ``--block-plugin`` takes, so a broken install is diagnosed from this command alone.
+    JSON: ``{"plugins": [...], "failedDistributions": [...]}``, the same fields as the tables."""
     registry = _registry(args)
-    rows = [("NAME", "DISTRIBUTION", "VERSION", "EXTENSION POINTS")]
-    for name in sorted(registry.plugins):
-        info = registry.plugins[name]
-        points = [p for p in EXTENSION_POINTS if p in info.extension_points]
-        rows.append((name, info.source, info.version, ", ".join(points)))
+    listed = [(name, info.source, info.version, [p for p in EXTENSION_POINTS if p in info.extension_points])
+              for name, info in sorted(registry.plugins.items())]
     if args.output == "json":
-        _json([dict(zip(("name", "distribution", "version", "extensionPoints"),
-                        (r[0], r[1], r[2], r[3].split(", ")), strict=True)) for r in rows[1:]], indent=True)
+        _json({"plugins": [{"name": name, "distribution": distribution, "version": version, "extensionPoints": points}
+                           for name, distribution, version, points in listed],
+               "failedDistributions": [{"distribution": f.distribution, "version": f.version,
+                                        "entryPoint": f.entry_point, "plugins": list(f.plugins), "error": f.error}
+                                       for f in registry.failures]}, indent=True)
         return EXIT_OK
-    _table(rows)
+    _table([("NAME", "DISTRIBUTION", "VERSION", "EXTENSION POINTS"),
+            *((name, distribution, version, ", ".join(points)) for name, distribution, version, points in listed)])
     if registry.failures:
         _out()
         _out(f"{len(registry.failures)} distribution(s) failed to load; scorer runs without their plugins:")
@@ -399,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_config_validate)
 
     p = sub.add_parser("plugins", parents=[common],
-                       help="list installed plugins, and the distributions that failed to load (table output)")
+                       help="list installed plugins, and the distributions that failed to load")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_plugins)
 

@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -122,17 +122,21 @@ def scheduler_config(path: Path, scheduler: str, *, leader_elect: bool = False, 
 
 
 class ScorerProcess:
-    """``python -m scorer run`` on a free 127.0.0.1 port; output in ``workdir/<name>.log``."""
+    """``python -m scorer run`` on a free 127.0.0.1 port; output in ``workdir/<name>.log``.
+
+    ``scorer`` and ``env`` run another installation's instead (a virtual environment's ``scorer`` and
+    its environment: ``venvkit.FreshVenv``)."""
 
     def __init__(self, workdir: Path, config: Path, kubeconfig: Path | str, *, name: str = "scorer",
-                 extra_args: Iterable[str] = ()) -> None:
+                 extra_args: Iterable[str] = (), scorer: Sequence[str] = (sys.executable, "-m", "scorer"),
+                 env: Mapping[str, str] | None = None) -> None:
         self.port = free_port()
         self.log_path = workdir / f"{name}.log"
-        argv = [sys.executable, "-m", "scorer", "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
+        argv = [*scorer, "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
                 "--bind-address", "127.0.0.1", "--port", str(self.port), *extra_args]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the process holds it
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"})
         log.close()
 
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:

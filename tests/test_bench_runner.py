@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Histogram
 
-from scorer.bench import runner
+from scorer.bench import overhead, runner
 from scorer.bench.clusters import build_setup
 from scorer.bench.runner import SetupSource, run_point, run_point_isolated
 from scorer.bench.spec import PointSpec, sample_percentile, throughput
-from scorer.bench.workloads import Workload, workload_from_data
+from scorer.bench.workloads import Workload, load_workloads, workload_from_data
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import ScorerError
 
@@ -170,32 +170,25 @@ def test_histogram_quantiles_and_figures_from_a_registry() -> None:
     assert runner.histogram_quantile(0.5, [(float("inf"), 0.0)]) is None
 
 
-def test_the_plugin_overhead_script_alternates_blocks_with_and_without_the_plugins(
+def test_the_plugin_overhead_module_alternates_blocks_with_and_without_the_plugins(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
     import scorer_loadaware.plugin
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "plugin_overhead.py"
-    spec = importlib.util.spec_from_file_location("plugin_overhead", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     scored: list[int] = []
     score_batch = scorer_loadaware.plugin.LoadAware.score_batch
     monkeypatch.setattr(scorer_loadaware.plugin.LoadAware, "score_batch",
                         lambda self, state, pod, nodes: scored.append(1) or score_batch(self, state, pod, nodes))
-    workload = next(w for w in module.load_workloads(None) if w.name == "metrics")
-    full, without = module.one_run(workload, 60, 30, {"LoadAware", "NetworkTraffic"}, 5, 0)
+    workload = next(w for w in load_workloads(None) if w.name == "metrics")
+    full, without = overhead.one_run(workload, 60, 30, {"LoadAware", "NetworkTraffic"}, 5, 0)
     assert full > 0 and without > 0
     # 30 pods, blocks of 5: LoadAware scores in the blocks with it only (3 of 6; retries aside)
     assert 10 <= len(scored) <= 20, len(scored)
-    assert module.main(["--nodes", "60", "--pods", "20", "--block", "4", "--repeat", "2"]) == 0
+    assert overhead.main(["--nodes", "60", "--pods", "20", "--block", "4", "--repeat", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == ["run 1", "run 2", "median added"]
     assert "with LoadAware, NetworkTraffic" in out[0]
     with pytest.raises(SystemExit, match="not in the profile: Nope"):
-        module.main(["--nodes", "60", "--pods", "10", "--plugins", "Nope"])
+        overhead.main(["--nodes", "60", "--pods", "10", "--plugins", "Nope"])
 
 
 @pytest.mark.parametrize("shape", ["volumes", "volumes-wait"])

@@ -41,7 +41,7 @@ def test_contrib_plugin_in_fresh_venv(tmp_path, directory, plugin, distribution,
     listed = subprocess.run([str(venv / "bin" / "scorer"), "plugins", "--output", "json"], capture_output=True,
                             text=True, env=env, cwd=tmp_path, timeout=120)
     assert listed.returncode == 0, listed.stderr
-    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)["plugins"]}
     assert plugins[plugin]["distribution"] == distribution
     assert plugins[plugin]["version"] == "0.1.0"
     if points is not None:

@@ -112,11 +112,16 @@ def test_throwaway_distribution_in_fresh_venv(tmp_path):
     listed = subprocess.run([scorer, "plugins", "--output", "json"], capture_output=True, text=True, env=env,
                             cwd=tmp_path, timeout=120)
     assert listed.returncode == 0, listed.stderr
-    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    listed_json = json.loads(listed.stdout)
+    plugins = {p["name"]: p for p in listed_json["plugins"]}
     assert plugins["PreferLabel"]["distribution"] == "scorer-prefer-label"
     assert plugins["PreferLabel"]["version"] == "0.3.1"
     assert plugins["PreferLabel"]["extensionPoints"] == ["score"]
     assert "Broken" not in plugins
+    assert listed_json["failedDistributions"] == [
+        {"distribution": "scorer-broken", "version": "0.0.1", "entryPoint": "broken", "plugins": ["Broken"],
+         "error": "plugin 'Broken' implements no extension point: pass plugin_type=<the plugin's class> to "
+                  "registry.register(), or register the class itself as the factory"}]
     assert listed.stderr == ("warning: scorer-broken 0.0.1 (entry point broken) failed to load: plugin 'Broken' "
                              "implements no extension point: pass plugin_type=<the plugin's class> to "
                              "registry.register(), or register the class itself as the factory; scorer runs without "

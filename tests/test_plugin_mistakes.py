@@ -199,6 +199,13 @@ def test_a_broken_distribution_is_reported_and_scorer_runs_without_it(capsys, in
     assert f"--block-plugin {ENTRY_POINT}" in row and reason in row
     assert (", ".join(plugins) or "-") in row
     assert "NodeName" in out.split("\n\n")[0]  # a clash leaves the built-in in place
+    # The same in ``scorer plugins --output json``, apart from the plugins that loaded.
+    code, out, _ = run(capsys, "plugins", "--output", "json")
+    listed = json.loads(out)
+    assert code == 0 and "NodeName" in {p["name"] for p in listed["plugins"]}
+    [failed] = listed["failedDistributions"]
+    assert reason in failed.pop("error")
+    assert failed == {"distribution": DIST, "version": VERSION, "entryPoint": ENTRY_POINT, "plugins": list(plugins)}
 
     # A profile that enables the plugin: exit 2, naming the distribution and the reason.
     code, out, err = run(capsys, "simulate", "--cluster", cluster, "--config", config_file(directory))
@@ -215,11 +222,13 @@ def test_a_broken_distribution_is_reported_and_scorer_runs_without_it(capsys, in
     assert code == 0 and DIST not in out + err
 
 
-def test_distribution_failures_do_not_reach_the_json_plugin_list(capsys, install):
+def test_distribution_failures_are_apart_from_the_json_plugin_list(capsys, install):
     install(distribution_source(hook=HOOK.replace(", plugin_type=Tier", "")))
     code, out, err = run(capsys, "plugins", "--output", "json")
     assert code == 0
-    assert "Tier" not in {p["name"] for p in json.loads(out)}
+    listed = json.loads(out)
+    assert "Tier" not in {p["name"] for p in listed["plugins"]}
+    assert [(f["entryPoint"], f["plugins"]) for f in listed["failedDistributions"]] == [(ENTRY_POINT, ["Tier"])]
     assert f"warning: {DIST} {VERSION} (entry point {ENTRY_POINT}) failed to load: plugin 'Tier'" in err
 
 

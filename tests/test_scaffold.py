@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from pluginkit import kit_violations
+from venvkit import REPO, FreshVenv
 
 from scorer.cli import main
 from scorer.errors import InputError
@@ -25,7 +26,6 @@ from scorer.scaffold import KINDS, new_plugin, plugin_names
 from scorer.simulate import load_demo_cluster
 from scorer.testing import build_registry, load_config, simulate
 
-REPO = Path(__file__).resolve().parents[1]
 NAMES = {"score": "zz-prefer-fast-net", "filter": "zz-avoid-zone-a", "metric": "zz-idle-cpu"}
 
 
@@ -186,23 +186,12 @@ POINTS = {"score": ["score"], "filter": ["filter"], "metric": ["filter", "score"
 
 @pytest.mark.slow
 def test_each_kind_installs_lists_validates_simulates_and_passes_its_tests(tmp_path):
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "SCORER_DISABLE_PLUGIN_AUTOLOAD", "VIRTUAL_ENV")}
-
-    def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(venv / "bin" / args[0]), *args[1:]], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=timeout)
-        assert done.returncode == 0, f"{args}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
-        return done
-
-    run("python", "-m", "pip", "install", "--quiet", str(REPO), timeout=900)
+    run = FreshVenv(tmp_path).run
     for kind, name in NAMES.items():  # as a plugin author starts: scorer plugin new, then pip install ./NAME
         run("scorer", "plugin", "new", name, "--kind", kind)
     run("python", "-m", "pip", "install", "--quiet", *(f"./{name}[test]" for name in NAMES.values()), timeout=900)
 
-    listed = {p["name"]: p for p in json.loads(run("scorer", "plugins", "--output", "json").stdout)}
+    listed = {p["name"]: p for p in json.loads(run("scorer", "plugins", "--output", "json").stdout)["plugins"]}
     (tmp_path / "default.yaml").write_text(DEFAULT_CONFIG)
     default = json.loads(run("scorer", "simulate", "--config", "default.yaml", "--output", "json").stdout)
     for kind, name in NAMES.items():

@@ -19,4 +19,6 @@ Where each stage lives:
 - ``report``, ``plots``, ``progress``: the terminal table, the JSON result, the
   log-log fits, ``--compare``, the capacity-planning summary, the PNG plots.
 - ``command``: the sweep behind ``scorer bench``.
+- ``overhead``: what some plugins add to the cycle, their blocks of cycles
+  alternated with the rest's in one process (``python -m scorer.bench.overhead``).
 """

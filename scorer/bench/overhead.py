@@ -2,13 +2,13 @@
 
 On a shared VM two processes run minutes apart can differ by 40% (the host's load changes), so the
 difference of two bench points' p50 is mostly noise when it is a fraction of a millisecond. This
-script schedules one workload's pods in one process and alternates blocks of ``--block`` cycles with
+module schedules one workload's pods in one process and alternates blocks of ``--block`` cycles with
 every plugin of the profile and without the ``--plugins`` (the cycle skips their Filter and Score); the
 machine's speed changes over minutes, not over a block, so the difference of the two medians is the
 plugins' cost. Pods are placed in both kinds of block (in-flight load, memo refreshes and all).
 
-    python bench/plugin_overhead.py      # the metrics workload, 5,000 nodes, LoadAware + NetworkTraffic
-    python bench/plugin_overhead.py --nodes 15000 --pods 3000 --repeat 3
+    python -m scorer.bench.overhead      # the metrics workload, 5,000 nodes, LoadAware + NetworkTraffic
+    python -m scorer.bench.overhead --nodes 15000 --pods 3000 --repeat 3
 
 Prints, per repeat, the median cycle (ms) with and without the plugins and the difference, then the
 median of the differences. Needs the contrib plugins installed (``pip install -e contrib_plugins/...``).
@@ -26,11 +26,14 @@ import numpy as np
 from scorer.bench import runner
 from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec
-from scorer.bench.workloads import load_workloads
+from scorer.bench.workloads import Workload, load_workloads
 from scorer.framework import CycleState
 
 
-def one_run(workload: Any, nodes: int, pods: int, plugins: set[str], block: int, seed: int) -> tuple[float, float]:
+def one_run(workload: Workload, nodes: int, pods: int, plugins: set[str], block: int,
+            seed: int) -> tuple[float, float]:
+    """The median cycle (ms) with every plugin and without ``plugins``, from one run of ``workload``
+    whose attempts alternate blocks of ``block`` cycles of each kind."""
     setup = build_setup(workload, nodes, pods, seed)
     spec = PointSpec(workload.name, nodes, pods)
     loaded = runner.load(setup, spec, config_path=workload.config_file(), profile=workload.profile, seed=seed)
@@ -58,7 +61,10 @@ def one_run(workload: Any, nodes: int, pods: int, plugins: set[str], block: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """``python -m scorer.bench.overhead``: ``--repeat`` runs, one line each, then their median."""
+    parser = argparse.ArgumentParser(prog="python -m scorer.bench.overhead",
+                                     description="What some plugins add to the scheduling cycle, measured in "
+                                                 "one process (paired blocks).")
     parser.add_argument("--workload", default="metrics", help="a workload of --workloads (default: metrics)")
     parser.add_argument("--workloads", default=None, help="the workloads file (default: the shipped one)")
     parser.add_argument("--plugins", default="LoadAware,NetworkTraffic", help="comma-separated plugin names")
