@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import pytest
 
-from scorer.bench import command, e2e, plots, report
+from scorer.bench import command, e2e, plots, report, resultfile
 from scorer.bench.command import BenchOptions
 from scorer.bench.spec import PointSpec
 from scorer.cli import main
@@ -23,7 +23,7 @@ def test_smoke_run_writes_the_table_the_json_and_the_plots(tmp_path: Path, capsy
     code = main(["bench", "--nodes", "50,100", "--pods", "20", "--only", "plain,metrics", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    result = report.read_result(out / "result.json")  # the report's own check of the shape
+    result = resultfile.read_result(out / "result.json")  # the report's own check of the shape
     assert json.loads((out / "result.json").read_text())["format"] == "scorer-bench/v1"
     points = result["points"]
     # 2 workloads x 2 node counts x 2 percentages (adaptive and 100%), in process
@@ -71,7 +71,7 @@ def test_the_users_cluster_scaled_and_plots_missing(tmp_path: Path, capsys: pyte
     code = main(["bench", "--cluster", str(cluster), "--scale", "2", "--out", str(tmp_path / "out")])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    [p] = report.read_result(tmp_path / "out" / "result.json")["points"]
+    [p] = resultfile.read_result(tmp_path / "out" / "result.json")["points"]
     assert p["error"] is None and p["workload"] == "mine"
     assert (p["nodes"], p["init_pods"], p["pods"], p["bound"]) == (6, 2, 4, 4)  # every object twice
     assert "pip install 'scorer[bench]'" in captured.err  # the rest is written all the same
@@ -175,7 +175,7 @@ def test_repeat_runs_each_in_process_point_n_times(tmp_path: Path, capsys: pytes
                  "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    (point,) = report.read_result(out / "result.json")["points"]
+    (point,) = resultfile.read_result(out / "result.json")["points"]
     repeats = point["repeats"]
     assert repeats["runs"] == 3 and repeats["failed"] == 0 and len(repeats["cycle_p50_ms"]) == 3
     assert point["cycle_ms"]["p50"] == sorted(repeats["cycle_p50_ms"])[1]

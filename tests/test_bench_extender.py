@@ -18,7 +18,7 @@ import pytest
 from kubekit import kube_binaries, kube_scheduler_binary
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scorer.bench import command, e2e, report, standin
+from scorer.bench import command, e2e, report, resultfile, standin
 from scorer.bench.clusters import build_setup
 from scorer.bench.command import BenchOptions
 from scorer.bench.controlplane import KubeBinaries
@@ -270,7 +270,7 @@ def extender_result(stand_in: bool = False) -> dict[str, Any]:
               e2e_point("kube-scheduler", 5000, 200.0), e2e_point(e2e.EXTENDER, 5000, 100.0)]
     if stand_in:
         points += [e2e_point(e2e.STAND_IN, 500, 360.0), e2e_point(e2e.STAND_IN, 5000, None, error="boom")]
-    return {"format": report.FORMAT, "points": points, "fits": [], "summary": [], "compare": None}
+    return {"format": resultfile.FORMAT, "points": points, "fits": [], "summary": [], "compare": None}
 
 
 def cells(line: str) -> list[str]:
@@ -343,13 +343,13 @@ def test_a_failed_point_of_either_side_is_not_measured_and_other_sizes_have_no_t
 
 def test_result_json_carries_the_extender_section(tmp_path: Path) -> None:
     result = extender_result()
-    report.write_result(result, tmp_path)
-    read = report.read_result(tmp_path / "result.json")
+    resultfile.write_result(result, tmp_path)
+    read = resultfile.read_result(tmp_path / "result.json")
     assert read["points"][1]["extender"]["mean_ms"] == {"filter": 1.25, "prioritize": 1.5}
     result["points"][1]["extender"] = "fast"
-    report.write_result(result, tmp_path)
-    with pytest.raises(report.ResultFileError, match=r"points\[1\]\.extender: expected an object or null"):
-        report.read_result(tmp_path / "result.json")
+    resultfile.write_result(result, tmp_path)
+    with pytest.raises(resultfile.ResultFileError, match=r"points\[1\]\.extender: expected an object or null"):
+        resultfile.read_result(tmp_path / "result.json")
 
 
 # --- end to end (a real kube-apiserver) ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from test_bench_report import make_point, synthetic_result
 
 from scorer.bench.plots import PlotsUnavailable, write_plots
-from scorer.bench.report import ResultFileError
+from scorer.bench.resultfile import ResultFileError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

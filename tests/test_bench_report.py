@@ -13,9 +13,9 @@ import attrs
 import numpy as np
 import pytest
 
-from scorer.bench import report
+from scorer.bench import report, resultfile
 from scorer.bench.progress import Progress
-from scorer.bench.report import ResultFileError
+from scorer.bench.resultfile import ResultFileError
 from scorer.errors import InputError
 
 MiB = 1 << 20
@@ -68,6 +68,9 @@ def synthetic_result() -> dict[str, Any]:
     theirs = make_point("plain", 500, mode="e2e", scheduler="kube-scheduler", p50=0.6)
     theirs["throughput"]["pods_per_second"] = 450.0
     theirs["extension_points_ms"] = None
+    ours["cpu_per_pod"] = {"ms": 0.95, "ms_after_first_bind": 0.7, "cycle_share": 0.4, "start_up_s": 0.5}
+    ours["throughput"]["first_bind_after_start_s"] = 0.89
+    theirs["cpu_per_pod"] = {"ms": 1.31, "ms_after_first_bind": 1.2, "cycle_share": None, "start_up_s": 0.1}
     points += [ours, theirs]
     points.append(make_point("preemption", 5000, error="runner exited with status 137 (killed: out of memory?)"))
     return {"format": "scorer-bench/v1", "created": "2026-11-24T15:00:00Z", "scorer_version": "0.1.0",
@@ -127,7 +130,7 @@ def test_table_has_a_row_per_point_and_every_section() -> None:
     titles = [line for line in text.splitlines() if line and not line.startswith("|")]
     assert [t.split(" (")[0].split(",")[0] for t in titles] == [
         "Points", "Mean ms per extension point", "The 4 slowest plugins per point", "Cycle cost against node count",
-        "End to end", "Failed points"]
+        "End to end", "End to end", "Failed points"]
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
     points_table = tables[0]
     assert len(points_table) == 2 + len(result["points"])
@@ -148,6 +151,9 @@ def test_table_shows_the_end_to_end_ratios_and_failures() -> None:
     e2e_block = text.split("End to end, scorer / kube-scheduler on the same control plane\n\n")[1].split("\n\n")[0]
     assert [cells(line) for line in e2e_block.splitlines()][2] == [
         "plain", "500", "adaptive", "900", "450", "2.00x", "0.300", "0.600", "0.50x", "131", "131", "1.00x"]
+    cpu_block = text.split("seconds to the first bind)\n\n")[1].split("\n\n")[0]
+    assert [cells(line) for line in cpu_block.splitlines()][2] == [
+        "plain", "500", "adaptive", "0.950", "0.700", "40%", "0.89", "1.310", "1.200", "-", "-"]
     failed = text.split("Failed points\n\n")[1].splitlines()
     assert cells(failed[2]) == ["preemption", "in-process", "5,000", "adaptive",
                                 "runner exited with status 137 (killed: out of memory?)"]
@@ -386,11 +392,11 @@ def test_write_and_read_a_result(tmp_path: Path) -> None:
     result["points"][0]["cycle_ms"]["mean"] = math.nan
     result["points"][0]["wall_s"] = np.float64(1.5)
     result["config"]["workloads"] = [Shape("plain", Path("cfg.yaml"), frozenset({100, 0}))]
-    path = report.write_result(result, tmp_path / "new" / "dir")
+    path = resultfile.write_result(result, tmp_path / "new" / "dir")
     assert path == tmp_path / "new" / "dir" / "result.json"
     assert path.read_text().startswith('{\n  "format": "scorer-bench/v1"')
     assert [p.name for p in path.parent.iterdir()] == ["result.json"]
-    back = report.read_result(path)
+    back = resultfile.read_result(path)
     assert back["points"][0]["cycle_ms"]["mean"] is None and back["points"][0]["wall_s"] == 1.5
     assert back["config"]["workloads"] == [{"name": "plain", "profile": "cfg.yaml", "percentages": [0, 100]}]
     assert back["points"][1:] == json.loads(json.dumps(result["points"][1:]))
@@ -400,7 +406,7 @@ def test_write_and_read_a_result(tmp_path: Path) -> None:
 def test_write_result_where_it_cannot(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(ResultFileError, match=r"/file/sub: cannot write result.json: "):
-        report.write_result(as_result([]), tmp_path / "file" / "sub")
+        resultfile.write_result(as_result([]), tmp_path / "file" / "sub")
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -417,7 +423,7 @@ def test_read_result_errors_name_the_file_and_field(tmp_path: Path, content: str
     if content is not None:
         path.write_text(content)
     with pytest.raises(InputError, match=message) as caught:
-        report.read_result(path)
+        resultfile.read_result(path)
     assert "\n" not in str(caught.value)
 
 
@@ -437,7 +443,7 @@ def test_read_result_checks_the_fields_it_reads(tmp_path: Path, field: str, valu
     path = tmp_path / "result.json"
     path.write_text(json.dumps(as_result([point])))
     with pytest.raises(ResultFileError, match=message):
-        report.read_result(path)
+        resultfile.read_result(path)
 
 
 # -- the progress bar -------------------------------------------------------------------------

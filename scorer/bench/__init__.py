@@ -16,7 +16,7 @@ Where each stage lives:
   the schedulers' configurations and command lines; ``e2e_api``: the objects
   as API requests, the harness's client and bind watch; ``e2e_metrics``: what
   is read of the processes and their ``/metrics``).
-- ``report``, ``plots``, ``progress``: the terminal table, the JSON result, the
+- ``report``, ``resultfile``, ``plots``, ``progress``: the terminal table, the JSON result, the
   log-log fits, ``--compare``, the capacity-planning summary, the PNG plots.
 - ``command``: the sweep behind ``scorer bench``.
 - ``overhead``: what some plugins add to the cycle, their blocks of cycles

@@ -38,7 +38,7 @@ import attrs
 import numpy as np
 
 from scorer import __version__
-from scorer.bench import e2e, plots, report
+from scorer.bench import e2e, plots, report, resultfile
 from scorer.bench.progress import Progress
 from scorer.bench.runner import DEFAULT_TIMEOUT, SetupSource, run_point_isolated
 from scorer.bench.spec import ADAPTIVE, PointSpec
@@ -173,7 +173,7 @@ def run_bench(options: BenchOptions, out: Print, err: Print) -> int:
     """Plan, run, report; 0 (also when a point failed: it is reported). Bad input raises ``InputError``."""
     registry = build_registry()
     configured_percentage = _check_options(options, registry)
-    baseline = report.read_result(options.compare) if options.compare is not None else None
+    baseline = resultfile.read_result(options.compare) if options.compare is not None else None
     if options.e2e:
         reason = e2e.e2e_available()
         if reason is not None:
@@ -194,7 +194,7 @@ def run_bench(options: BenchOptions, out: Print, err: Print) -> int:
     out("")
     for line in result["summary"]:
         out(line)
-    written = report.write_result(result, options.out)
+    written = resultfile.write_result(result, options.out)
     out(f"\nwritten {written}")
     try:
         for path in plots.write_plots(result, options.out):
@@ -373,7 +373,7 @@ def collect(points: list[dict[str, Any]], workloads: list[Workload], options: Be
             registry: PluginRegistry) -> dict[str, Any]:
     """The result dict of ``scorer.bench.spec`` (fits, summary and compare filled in by the caller)."""
     return {
-        "format": report.FORMAT,
+        "format": resultfile.FORMAT,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "scorer_version": __version__,
         "machine": machine(),

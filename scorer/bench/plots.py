@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from scorer.bench.report import ResultFileError
+from scorer.bench.resultfile import ResultFileError
 from scorer.errors import ScorerError
 
 FIGURE_SIZE = (9.0, 5.0)

@@ -18,8 +18,8 @@ back from disk renders exactly as the run that wrote it.
 - ``compare(result, baseline)`` and ``render_compare``: a change is marked only
   when it is beyond the run-to-run noise both runs measured and beyond
   ``NOISE_FLOOR``.
-- ``write_result`` / ``read_result``: ``result.json``; a file that is not a
-  bench result is a ``ResultFileError`` naming the file and the field.
+
+The result file itself (``write_result``, ``read_result``) is ``scorer.bench.resultfile``.
 """
 
 from __future__ import annotations
@@ -27,20 +27,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
-import orjson
 
-from scorer.errors import InputError
-from scorer.inputs.describe import expected, quote
-from scorer.inputs.reader import Limits, MiB, read_documents
-
-FORMAT = "scorer-bench/v1"
-RESULT_FILE = "result.json"
-RESULT_LIMITS = Limits(max_bytes=256 * MiB)
+from scorer.bench.resultfile import check_result
+from scorer.inputs.reader import MiB
 
 # A relative change within this is never marked, whatever noise the runs measured.
 NOISE_FLOOR = 0.03
@@ -67,11 +60,6 @@ EXTENDER_TARGET_NODES = (500, 5000)
 
 EXTENSION_POINTS = ("PreEnqueue", "QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore", "Score",
                     "NormalizeScore", "Reserve", "Permit", "PreBind", "Bind", "PostBind")
-
-
-class ResultFileError(InputError):
-    """A result file (``--compare BASELINE.json``, or ``--out``'s ``result.json`` and plots) that cannot
-    be read or written, or that is not a ``scorer-bench/v1`` result; names the file and the field."""
 
 
 # -- reading figures --------------------------------------------------------------------------
@@ -212,6 +200,9 @@ def render_table(result: dict[str, Any]) -> str:
         ("Cycle cost against node count (slope of log cycle ms on log nodes: 0 flat, 1 linear)",
          _fits_table(_fits(result))),
         ("End to end, scorer / kube-scheduler on the same control plane", _e2e_table(points)),
+        ("End to end, where each scheduler's CPU goes (ms of its process's CPU per bound pod: in all, start-up "
+         "included; from the first bind on; the scheduling algorithm's share of the latter; seconds to the first "
+         "bind)", _e2e_cpu_table(points)),
         ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control plane "
          "(scorer's mean ms per request; the stand-in extender answers at once: the protocol's own cost)",
          _extender_table(points)),
@@ -313,6 +304,21 @@ def _e2e_table(points: list[dict[str, Any]]) -> list[str]:
     headers = ("workload", "nodes", "pct", "scorer pods/s", "kube pods/s", "ratio", "scorer p50 ms",
                "kube p50 ms", "ratio", "scorer RSS MB", "kube RSS MB", "ratio")
     return _table(headers, rows, right_from=1) if rows else []
+
+
+def _e2e_cpu_table(points: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for pair in _e2e_pairs(points):
+        row = [pair.workload, f"{pair.nodes:,}", _pct(pair.percentage)]
+        for point in (pair.measured, pair.kube):
+            share = _figure(point, "cpu_per_pod", "cycle_share")
+            first = _figure(point, "throughput", "first_bind_after_start_s")
+            row += [_ms(_figure(point, "cpu_per_pod", "ms")), _ms(_figure(point, "cpu_per_pod", "ms_after_first_bind")),
+                    "-" if share is None else f"{share:.0%}", "-" if first is None else f"{first:.2f}"]
+        rows.append(row)
+    headers = ("workload", "nodes", "pct", "scorer ms/pod", "after 1st bind", "in cycle", "1st bind s",
+               "kube ms/pod", "after 1st bind", "in cycle", "1st bind s")
+    return _table(headers, rows, right_from=1) if any(cell != "-" for row in rows for cell in row[3:]) else []
 
 
 def _extender(point: dict[str, Any], key: str, verb: str) -> float | None:
@@ -668,7 +674,7 @@ def compare(result: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
     """Each point of ``result`` against the baseline's point of the same workload, mode, scheduler,
     nodes, percentage and profile: relative change of cycle p50/p99, pods/s and peak RSS, and a verdict
     that names a change only when it is beyond both runs' measured noise and ``NOISE_FLOOR``."""
-    _check_result(baseline, "the baseline")
+    check_result(baseline, "the baseline")
     base_points = {_key(point): point for point in baseline["points"]}
     new_points = {_key(point): point for point in result.get("points", [])}
     rows = []
@@ -787,111 +793,3 @@ def _compare_cell(name: str, figure: dict[str, Any]) -> str:
         return f"{show(figure['baseline'])} -> {show(figure['result'])}"
     text = f"{show(figure['baseline'])} -> {show(figure['result'])} ({figure['change']:+.1%})"
     return text if figure["verdict"] == "within noise" else f"{text} {figure['verdict'].upper()}"
-
-
-# -- the result file --------------------------------------------------------------------------
-
-
-def write_result(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> Path:
-    """Write ``result.json`` (indented; NaN and infinities become null) into ``out_dir``, creating it."""
-    directory = Path(out_dir)
-    path = directory / RESULT_FILE
-    data = orjson.dumps(result, default=_json_default,
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
-    partial = directory / f".{RESULT_FILE}.partial"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(data)
-        partial.replace(path)
-    except OSError as error:
-        raise ResultFileError(f"{directory}: cannot write {RESULT_FILE}: {error.strerror or error}") from None
-    return path
-
-
-def _json_default(value: Any) -> Any:
-    """What orjson does not write itself: attrs instances (a loaded workload) as dicts, paths as text."""
-    if attrs.has(type(value)):
-        return attrs.asdict(value)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"cannot write {type(value).__name__} to {RESULT_FILE}")
-
-
-def read_result(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A result file written by ``write_result``; ``ResultFileError`` (or the reader's ``ReadError``)
-    naming the file and the field when it is not a ``scorer-bench/v1`` result."""
-    source = os.fspath(path)
-    documents = read_documents(source, limits=RESULT_LIMITS, syntax="json")
-    data = documents[0].data if documents else None
-    _check_result(data, source)
-    assert isinstance(data, dict)
-    return data
-
-
-_POINT_FIELDS: dict[str, tuple[str, ...]] = {
-    "cycle_ms": ("p50", "p90", "p99", "max", "mean"),
-    "throughput": ("pods_per_second", "p50", "p90", "p99"),
-    "memory": ("peak_rss_mb", "base_rss_mb", "bytes_per_node", "bytes_per_pod"),
-}
-_POINT_LISTS = (("cycle_ms", "blocks_p50"), ("throughput", "samples"))
-
-
-def _check_result(data: Any, source: str) -> None:
-    """Raise ``ResultFileError`` unless ``data`` has the fields of a result that this module reads."""
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{source}: not a scorer bench result: {expected('a JSON object', data)}")
-    if data.get("format") != FORMAT:
-        raise ResultFileError(f"{source}: not a scorer bench result: format is {quote(data.get('format'))}, "
-                              f"expected {quote(FORMAT)}")
-    points = data.get("points")
-    if not isinstance(points, list):
-        raise ResultFileError(f"{source}: points: {expected('a list', points)}")
-    for index, point in enumerate(points):
-        _check_point(point, f"{source}: points[{index}]")
-
-
-def _check_point(point: Any, where: str) -> None:
-    if not isinstance(point, dict):
-        raise ResultFileError(f"{where}: {expected('an object', point)}")
-    for field in ("workload", "mode", "scheduler", "profile"):
-        if not isinstance(point.get(field), str):
-            raise ResultFileError(f"{where}.{field}: {expected('a string', point.get(field))}")
-    for field in ("nodes", "percentage"):
-        value = point.get(field)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ResultFileError(f"{where}.{field}: {expected('a whole number', value)}")
-    for field in ("init_pods", "pods", "bound", "unscheduled"):
-        _check_number(point.get(field), f"{where}.{field}")
-    if not (point.get("error") is None or isinstance(point.get("error"), str)):
-        raise ResultFileError(f"{where}.error: {expected('a string or null', point.get('error'))}")
-    for section, keys in _POINT_FIELDS.items():
-        values = point.get(section)
-        if values is None:
-            continue
-        if not isinstance(values, dict):
-            raise ResultFileError(f"{where}.{section}: {expected('an object or null', values)}")
-        for key in keys:
-            _check_number(values.get(key), f"{where}.{section}.{key}")
-    for section, key in _POINT_LISTS:
-        raw = point.get(section, {}).get(key) if isinstance(point.get(section), dict) else None
-        if raw is not None and not isinstance(raw, list):
-            raise ResultFileError(f"{where}.{section}.{key}: {expected('a list of numbers', raw)}")
-        for index, value in enumerate(raw or []):
-            _check_number(value, f"{where}.{section}.{key}[{index}]")
-    extender = point.get("extender")
-    if extender is not None and not isinstance(extender, dict):
-        raise ResultFileError(f"{where}.extender: {expected('an object or null', extender)}")
-    means = point.get("extension_points_ms")
-    if means is not None and not isinstance(means, dict):
-        raise ResultFileError(f"{where}.extension_points_ms: {expected('an object or null', means)}")
-    for name, figures in (means or {}).items():
-        if not isinstance(figures, dict):
-            raise ResultFileError(f"{where}.extension_points_ms.{name}: {expected('an object', figures)}")
-        _check_number(figures.get("mean"), f"{where}.extension_points_ms.{name}.mean")
-
-
-def _check_number(value: Any, where: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise ResultFileError(f"{where}: {expected('a number or null', value)}")
