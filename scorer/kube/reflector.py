@@ -236,31 +236,32 @@ STORAGE_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if
 
 
 class ReflectorMetrics:
-    """The ``scorer_reflector_*`` families, registered once in ``registry`` (labelled by resource): the
-    app's one registry (``SchedulerMetrics.registry``), or a private one when None (tests)."""
+    """The ``scorer_reflector_*`` families, registered once in ``collector_registry`` (labelled by resource): the
+    app's one (``SchedulerMetrics.collector_registry``), or a private one when None (tests)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else SchedulerMetrics().registry
+    def __init__(self, collector_registry: CollectorRegistry | None = None) -> None:
+        self.collector_registry = (collector_registry if collector_registry is not None
+                                   else SchedulerMetrics().collector_registry)
         self.lists = Counter("scorer_reflector_lists", "LISTs of a resource (initial lists and re-lists).",
-                             ["resource"], registry=self.registry)
+                             ["resource"], registry=self.collector_registry)
         self.relists = Counter("scorer_reflector_relists",
                                "Re-lists of a resource, by reason (gone: the watch's resourceVersion was "
                                "compacted; error: an unexpected answer or a restarted reflector).",
-                               ["resource", "reason"], registry=self.registry)
+                               ["resource", "reason"], registry=self.collector_registry)
         self.watch_restarts = Counter("scorer_reflector_watch_restarts",
                                       "Watches of a resource that ended and were started again, by reason "
                                       "(timeout, closed, error, gone).",
-                                      ["resource", "reason"], registry=self.registry)
+                                      ["resource", "reason"], registry=self.collector_registry)
         self.invalid_objects = Counter("scorer_reflector_invalid_objects",
                                        "Objects the API sent that could not be decoded (each version once).",
-                                       ["resource"], registry=self.registry)
+                                       ["resource"], registry=self.collector_registry)
         self.handler_errors = Counter("scorer_reflector_handler_errors",
                                       "Exceptions raised by the object handlers (logged and skipped).",
-                                      ["resource"], registry=self.registry)
+                                      ["resource"], registry=self.collector_registry)
         self.last_sync = Gauge("scorer_reflector_last_sync_timestamp_seconds",
                                "When the reflector was last known to be in step with the API server "
                                "(a completed list, a watch event or bookmark, a watch that reached its timeout).",
-                               ["resource"], registry=self.registry)
+                               ["resource"], registry=self.collector_registry)
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:  # type: ignore[type-arg]
