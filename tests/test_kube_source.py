@@ -11,9 +11,10 @@ from schedkit import build
 from test_kube_reflector import Cluster, Recorder, running, sample, until
 
 from scorer.cluster.interface import ClusterSource
+from scorer.kube.apiresources import STORAGE_RESOURCES, WORKLOAD_RESOURCES
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
-from scorer.kube.reflector import STORAGE_RESOURCES, WORKLOAD_RESOURCES, RetryDelays
+from scorer.kube.reflector import RetryDelays
 from scorer.kube.source import ApiSource
 from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 

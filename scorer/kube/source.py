@@ -45,19 +45,16 @@ import math
 from prometheus_client import CollectorRegistry
 
 from scorer.cluster.interface import ObjectHandlers
+from scorer.kube.apiresources import RESOURCES, STORAGE_RESOURCES, WORKLOAD_RESOURCES, bind_handlers
 from scorer.kube.client import ApiClient
 from scorer.kube.reflector import (
     DEFAULT_DELAYS,
     DEFAULT_PAGE_SIZE,
     DEFAULT_WATCH_TIMEOUT,
-    RESOURCES,
-    STORAGE_RESOURCES,
-    WORKLOAD_RESOURCES,
     InvalidCallback,
     Reflector,
     ReflectorMetrics,
     RetryDelays,
-    bind_handlers,
 )
 from scorer.tasks import Supervisor
 
