@@ -5,8 +5,8 @@ creates it (or takes the caller's) and hands it to every part that exports
 metrics: the framework records extension-point and plugin timings here, the
 queue its insertions and unschedulable pods, the scheduling and binding
 cycles their attempts and binds, the metric sources (``scorer.sources``)
-register their ``scorer_metrics_*`` telemetry into ``registry``, and the
-service serves ``registry`` on ``/metrics``. Names, labels and buckets follow
+register their ``scorer_metrics_*`` telemetry into ``collector_registry``, and
+the service serves ``collector_registry`` on ``/metrics``. Names, labels and buckets follow
 kube-scheduler (reference/kube-scheduler.md §6); scorer's own families are
 ``scorer_*``. Label values are bounded sets: profile and plugin names come
 from the configuration, statuses, extension points, queues and queue events
@@ -15,7 +15,7 @@ are fixed.
 Recording is cheap on the hot path: every labelled child is looked up once
 (``labels()`` costs microseconds) and kept in a dict. The gauges that
 describe state (``scheduler_pending_pods``, ``scheduler_cache_size``,
-``scheduler_goroutines``) are computed when the registry is collected, from
+``scheduler_goroutines``) are computed when the collector registry is collected, from
 the callables given to ``watch``, so scheduling pays nothing for them.
 
 This module is a leaf: it imports only the package's version from scorer.
@@ -72,22 +72,22 @@ OPERATION_BINDING = "binding"
 
 class SchedulerMetrics:
     """The ``scheduler_*`` families scorer records, and scorer's own ``scorer_bind_results_total``
-    and ``scorer_build_info``, in one registry.
+    and ``scorer_build_info``, in one collector registry.
 
     Recording methods (all cheap, none does I/O): ``observe_extension_point``,
     ``observe_plugin``, ``observe_attempt``, ``observe_algorithm``,
     ``observe_scheduled``, ``observe_incoming``, ``unschedulable_changed``,
     ``observe_preemption``, ``observe_bind``. Scrape-time gauges read the
     callables of ``watch``. Parts that keep their own collectors
-    (metric-source telemetry) register them in ``registry``.
+    (metric-source telemetry) register them in ``collector_registry``.
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, rng: random.Random | None = None,
+    def __init__(self, collector_registry: CollectorRegistry | None = None, *, rng: random.Random | None = None,
                  sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.collector_registry = collector_registry if collector_registry is not None else CollectorRegistry()
         self._rng = rng or random.Random()
         self.sample_percent = sample_percent
-        reg = self.registry
+        reg = self.collector_registry
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "

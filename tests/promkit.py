@@ -111,7 +111,7 @@ class _ExporterCollector(Collector):
 
 
 class Exporter:
-    """A per-node test exporter: ``prometheus_client`` serving a custom collector on its own registry.
+    """A per-node test exporter: ``prometheus_client`` serving a custom collector on its own collector registry.
 
     Started on construction on 127.0.0.1 and an ephemeral port. Series of one metric name may have
     different label sets. Labels are published as given (use ``honor_labels`` in Prometheus to keep
@@ -124,10 +124,10 @@ class Exporter:
         self._gauges: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
         self._counters: dict[str, dict[tuple[tuple[str, str], ...], _Counter]] = {}
         self._scrapes = 0
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_ExporterCollector(self))
+        self.collector_registry = CollectorRegistry(auto_describe=False)
+        self.collector_registry.register(_ExporterCollector(self))
         # Port 0: the OS picks a free port, no race with other processes.
-        self._server, self._thread = start_http_server(0, addr=LOCALHOST, registry=self.registry)
+        self._server, self._thread = start_http_server(0, addr=LOCALHOST, registry=self.collector_registry)
         self.port: int = int(self._server.server_address[1])
         self._stopped = False
 

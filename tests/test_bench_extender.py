@@ -189,15 +189,15 @@ def test_a_setup_without_a_snapshot_cannot_have_scorer_as_extender(tmp_path: Pat
 
 
 def test_scorers_extender_metrics_are_read_back() -> None:
-    registry = CollectorRegistry()
-    metrics = ExtenderMetrics(registry)
+    collector_registry = CollectorRegistry()
+    metrics = ExtenderMetrics(collector_registry)
     for seconds in (0.001, 0.003):
         metrics.observe("filter", "success", seconds)
     metrics.observe("prioritize", "success", 0.002)
     metrics.observe("prioritize", "error", 0.004)
     metrics.observe("filter", "bad_request", 0.0)
     metrics.unknown_nodes.inc(3)
-    figures = e2e.extender_figures(generate_latest(registry).decode())
+    figures = e2e.extender_figures(generate_latest(collector_registry).decode())
     assert figures["requests"] == {"filter": {"success": 2, "error": 0, "bad_request": 1},
                                    "prioritize": {"success": 1, "error": 1, "bad_request": 0}}
     assert figures["errors"] == 2 and figures["unknown_nodes"] == 3

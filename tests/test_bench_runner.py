@@ -157,13 +157,13 @@ def test_cycle_figures_and_blocks() -> None:
 
 
 def test_histogram_quantiles_and_figures_from_a_registry() -> None:
-    registry = CollectorRegistry()
+    collector_registry = CollectorRegistry()
     histogram = Histogram(runner.EXTENSION_POINT_HISTOGRAM, "x", ["extension_point", "status", "profile"],
-                          buckets=(0.001, 0.002, 0.004), registry=registry)
+                          buckets=(0.001, 0.002, 0.004), registry=collector_registry)
     for seconds in (0.0005, 0.0005, 0.0015, 0.003):
         histogram.labels("Filter", "Success", "p").observe(seconds)
     histogram.labels("Filter", "Unschedulable", "p").observe(0.0015)  # summed over status and profile
-    figures = runner.extension_points(registry)["Filter"]
+    figures = runner.extension_points(collector_registry)["Filter"]
     assert figures["count"] == 5 and figures["mean"] == 1.4
     assert figures["p50"] == pytest.approx(1.25)  # rank 2.5: a quarter into (1, 2] ms
     assert runner.histogram_quantile(0.99, [(0.001, 1.0), (float("inf"), 2.0)]) == 0.001

@@ -39,7 +39,7 @@ class Unreserving:
 
 
 def sample(asm, name, **labels):
-    return asm.metrics.registry.get_sample_value(name, labels) or 0.0
+    return asm.metrics.collector_registry.get_sample_value(name, labels) or 0.0
 
 
 def refuse_binding(cluster, exc):

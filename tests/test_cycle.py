@@ -344,7 +344,7 @@ def test_every_attempt_is_counted_in_the_scheduler_metrics():
     nodes = [make_node("n1", cpu="1")]
     pods = [make_pod("fits", cpu="1"), make_pod("too-big", cpu="2")]
     asm, _ = build(None, nodes, pods)
-    schedule = asm.metrics.registry.get_sample_value
+    schedule = asm.metrics.collector_registry.get_sample_value
     while run_turn(asm) is not None:
         pass
     for result, count in (("scheduled", 1.0), (UNSCHEDULABLE, 1.0), (ERROR, None)):

@@ -46,11 +46,11 @@ def test_exponential_buckets_multiply_as_go_does():
 
 
 def test_render_writes_go_bounds_and_no_created_series():
-    registry = CollectorRegistry()
-    Counter("things", "Things.", ["kind"], registry=registry).labels("a\"b").inc(3)
-    Gauge("level", "Level.", registry=registry).set(2.5)
-    Histogram("attempts", "Attempts.", buckets=(1, 2, 4), registry=registry).observe(1)
-    text = render(registry).decode()
+    collector_registry = CollectorRegistry()
+    Counter("things", "Things.", ["kind"], registry=collector_registry).labels("a\"b").inc(3)
+    Gauge("level", "Level.", registry=collector_registry).set(2.5)
+    Histogram("attempts", "Attempts.", buckets=(1, 2, 4), registry=collector_registry).observe(1)
+    text = render(collector_registry).decode()
     assert "_created" not in text
     assert 'attempts_bucket{le="1"} 1\n' in text and 'attempts_bucket{le="+Inf"} 1\n' in text
     assert "attempts_count 1\n" in text and "attempts_sum 1\n" in text
@@ -66,7 +66,7 @@ def test_the_scheduler_metrics_text_has_kube_bucket_bounds():
     metrics = SchedulerMetrics()
     metrics.pod_scheduling_attempts.observe(1)
     metrics.plugin_execution_duration.labels("DefaultBinder", "Bind", "Success").observe(0.01)
-    text = render(metrics.registry).decode()
+    text = render(metrics.collector_registry).decode()
     assert 'scheduler_pod_scheduling_attempts_bucket{le="1"} 1\n' in text
     assert 'le="1.0"' not in text and "_created" not in text
     assert ('scheduler_plugin_execution_duration_seconds_bucket{extension_point="Bind",le="2.2500000000000005e-05",'

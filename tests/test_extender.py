@@ -418,7 +418,7 @@ async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_b
         assert answer.startswith(b"HTTP/1.0 400")
 
         def bad_requests() -> dict[str, float]:
-            text = generate_latest(service.asm.metrics.registry).decode()
+            text = generate_latest(service.asm.metrics.collector_registry).decode()
             return {dict(labels)["verb"]: value for labels, value in
                     samples(text, "scorer_extender_requests_total").items() if ("result", "bad_request") in labels}
 

@@ -66,7 +66,8 @@ async def test_a_fenced_loop_starts_no_cycle_and_loses_no_pod(caplog) -> None:
         for _ in range(20):
             await asyncio.sleep(0.01)
         scheduled = {"result": "scheduled", "profile": "default-scheduler"}
-        assert asm.metrics.registry.get_sample_value("scheduler_schedule_attempts_total", scheduled) in (None, 0)
+        attempts = asm.metrics.collector_registry.get_sample_value("scheduler_schedule_attempts_total", scheduled)
+        assert attempts in (None, 0)
         assert {p.node_name for p in cluster.pods.values()} == {""}
         assert "default/p1" in asm.queue and "default/p2" in asm.queue
         assert "does not hold the leader lease" in caplog.text

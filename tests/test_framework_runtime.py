@@ -247,7 +247,7 @@ class Rejects:
 
 
 def sample(metrics, name, **labels):
-    return metrics.registry.get_sample_value(name, labels) or 0.0
+    return metrics.collector_registry.get_sample_value(name, labels) or 0.0
 
 
 def point_count(metrics, point, status="Success"):

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scorer.config.source import parse_text, read_file
+from scorer.config.text import parse_text, read_file
 from scorer.errors import ConfigError, InputError, ModelError, ReadError
 from scorer.inputs.reader import CLUSTER_LIMITS, parse_documents
 from scorer.model import load_file, load_objects

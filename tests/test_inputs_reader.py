@@ -405,7 +405,7 @@ def test_a_json_file_needs_no_yaml_guards(tmp_path: Path) -> None:
 def test_configuration_problems_are_reported_with_paths(
     text: str, as_json: bool, errors: list[tuple[str, str]]
 ) -> None:
-    from scorer.config.source import parse_text
+    from scorer.config.text import parse_text
 
     with pytest.raises(ConfigError) as info:
         parse_text(text, "sched.yaml", as_json=as_json)
@@ -413,7 +413,7 @@ def test_configuration_problems_are_reported_with_paths(
 
 
 def test_configuration_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
-    from scorer.config.source import read_file
+    from scorer.config.text import read_file
 
     path = tmp_path / "bomb.yaml"
     path.write_text(alias_bomb(8))

@@ -173,20 +173,20 @@ async def test_two_candidates_racing_for_a_free_lease_one_wins_the_other_gets_40
 async def test_a_leader_that_cannot_renew_stops_exactly_at_the_renew_deadline() -> None:
     api, clock = FakeLeases(), FakeClock()
     stopped: list[float] = []
-    registry = CollectorRegistry()
+    collector_registry = CollectorRegistry()
 
     def down() -> None:
         api.down = True  # right after acquiring: every renew fails
 
-    leader = elector(api, clock, "me", registry=registry, on_started_leading=down,
+    leader = elector(api, clock, "me", collector_registry=collector_registry, on_started_leading=down,
                      on_stopped_leading=lambda: stopped.append(clock.now))
     async with asyncio.timeout(10):
         with pytest.raises(LeadershipLost, match="not renewed within renewDeadline"):
             await leader.run()
     assert stopped == [10.0]  # acquired at 0, renewDeadline 10: not a retry period later
     assert leader.lost.is_set() and not leader.is_leader and leader.state() == "lost"
-    assert registry.get_sample_value("scorer_leader_election_is_leader", {"lease": "ns/lock"}) == 0
-    assert registry.get_sample_value("scorer_leader_election_transitions_total", {"lease": "ns/lock"}) == 1
+    assert collector_registry.get_sample_value("scorer_leader_election_is_leader", {"lease": "ns/lock"}) == 0
+    assert collector_registry.get_sample_value("scorer_leader_election_transitions_total", {"lease": "ns/lock"}) == 1
 
 
 async def test_a_leader_that_sees_another_holder_stops_at_once() -> None:
@@ -310,8 +310,9 @@ async def stop(*tasks: asyncio.Task[None]) -> None:
 @kube
 async def test_one_leads_the_other_stands_by_and_takes_over_when_the_leader_dies(control_plane) -> None:
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
-        registry = CollectorRegistry()
-        first, second = real(client, "l-crash", "first", registry=registry), real(client, "l-crash", "second")
+        collector_registry = CollectorRegistry()
+        first = real(client, "l-crash", "first", collector_registry=collector_registry)
+        second = real(client, "l-crash", "second")
         first_task = asyncio.create_task(first.run())
         await asyncio.wait_for(first.wait_until_leader(), 15)
         second_task = asyncio.create_task(second.run())
@@ -322,13 +323,14 @@ async def test_one_leads_the_other_stands_by_and_takes_over_when_the_leader_dies
             assert MICRO_TIME.match(spec["renewTime"]) and MICRO_TIME.match(spec["acquireTime"])
             await asyncio.sleep(1.0)  # several lease renewals later, the standby still stands by
             assert first.is_leader and not second.is_leader
-            assert registry.get_sample_value("scorer_leader_election_is_leader", {"lease": "default/l-crash"}) == 1
+            is_leader = {"lease": "default/l-crash"}
+            assert collector_registry.get_sample_value("scorer_leader_election_is_leader", is_leader) == 1
             await stop(first_task)  # a crash: no release, the lease stays until it expires
             await asyncio.wait_for(second.wait_until_leader(), 2.0 + 2.2 * 0.3 + 10)
             spec = lease(control_plane, "l-crash")
             assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("second", 1)
             assert not first.is_leader and not first.lost.is_set()
-            assert registry.get_sample_value("scorer_leader_election_is_leader", {"lease": "default/l-crash"}) == 0
+            assert collector_registry.get_sample_value("scorer_leader_election_is_leader", is_leader) == 0
         finally:
             await stop(first_task, second_task)
 

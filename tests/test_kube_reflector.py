@@ -19,11 +19,11 @@ from faultproxy import FaultProxy, status_body, watch_error_line
 from prometheus_client import CollectorRegistry
 
 from scorer.cluster.memory import workload_key
+from scorer.kube.apiresources import RESOURCES
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.reflector import (
     GC_PAUSE,
-    RESOURCES,
     Reflector,
     ReflectorMetrics,
     RetryDelays,
@@ -129,8 +129,8 @@ async def running(coroutine):
         assert task.cancelled()
 
 
-def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
-    return registry.get_sample_value(name, labels) or 0.0
+def sample(collector_registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return collector_registry.get_sample_value(name, labels) or 0.0
 
 
 # --- unit tests on a scripted client
@@ -283,7 +283,7 @@ async def test_pages_are_listed_then_the_watch_starts_from_the_lists_version() -
     assert 90 <= int(params["timeoutSeconds"]) <= 110
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b"), ("add", "ns/c")]
     assert reflector.has_synced() and sorted(reflector.store) == ["ns/a", "ns/b", "ns/c"]
-    assert sample(reflector.metrics.registry, "scorer_reflector_lists_total", resource="pods") == 1
+    assert sample(reflector.metrics.collector_registry, "scorer_reflector_lists_total", resource="pods") == 1
 
 
 async def test_bookmarks_only_advance_the_resource_version() -> None:
@@ -294,8 +294,8 @@ async def test_bookmarks_only_advance_the_resource_version() -> None:
     await settle(client, reflector, recorder)
     assert [params["resourceVersion"] for kind, params in client.calls if kind == "watch"] == ["10", "77"]
     assert recorder.events == []
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 1
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 1
 
 
 def test_apply_event_reports_errors_and_unknown_types() -> None:
@@ -325,10 +325,10 @@ async def test_a_relist_after_gone_delivers_the_changes_of_the_gap() -> None:
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b"), ("add", "ns/c"), ("add", "ns/e"),
                                   ("delete", "ns/c"), ("delete", "ns/e"), ("update", "ns/b"), ("add", "ns/d")]
     assert client.calls[-1][0] == "watch" and client.calls[-1][1]["resourceVersion"] == "3"
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="gone") == 1
-    assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 2
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="gone") == 1
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="pods") == 2
 
 
 async def test_an_expired_continue_token_falls_back_to_one_full_list() -> None:
@@ -357,9 +357,9 @@ async def test_watch_start_failures_resume_or_relist(caplog) -> None:
     # unreachable, 500, 429: the watch resumes from 10; an undecodable event: re-list (11); 403: re-list again.
     assert kinds == [("list", None), ("watch", "10"), ("watch", "10"), ("watch", "10"), ("watch", "10"),
                      ("list", None), ("watch", "11"), ("list", None)]
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 5
-    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 2
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 5
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 2
     # The 500 is one more "API server unavailable" within its interval: counted, not a line of its own (the
     # count is written when the reflector stops).
     messages = [r.getMessage() for r in caplog.records]
@@ -432,7 +432,8 @@ async def test_connection_failures_are_retried_within_the_small_cap_keeping_the_
     assert grows_within(sleeps.delays[6:], 0.2, 2.0)  # reset by the list; then the watch's eight
     assert max(sleeps.delays) == 2.0 and len(sleeps.delays) == 14
     assert {params.get("resourceVersion") for kind, params in client.calls if kind == "watch"} == {"10"}
-    assert sample(reflector.metrics.registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 0
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="error") == 0
     lines = [(r.levelno, r.getMessage()) for r in caplog.records]
     assert len(lines) == 3, lines
     assert lines[0][0] == logging.WARNING and lines[0][1].startswith(
@@ -456,8 +457,8 @@ async def test_a_410_relists_at_once_within_a_bounded_jitter_and_a_second_one_wa
     first, second, third = sleeps.delays
     assert 0 <= first <= 0.5 and 0.8 <= second <= 1.2 and 0 <= third <= 0.5
     assert [kind for kind, _ in client.calls] == ["list", "watch", "list", "watch", "list", "watch", "list", "watch"]
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 3
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 3
     # The jitter is bounded whatever the draw.
     jittered = [recorded_reflector(FakeClient([], []), rng=random.Random(seed))[0] for seed in range(50)]
     gone = WatchError("410 Gone", "HTTP 410: gone", gone=True)
@@ -498,8 +499,8 @@ async def test_a_watch_that_worked_is_resumed_at_once_when_cut_and_one_that_did_
     assert [r.getMessage() for r in caplog.records] == [
         "pods reflector: the watch ended before it delivered anything; resuming the watch in "
         f"{sleeps.delays[0]:.1f}s"]
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 3
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 3
 
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
@@ -555,7 +556,7 @@ async def test_malformed_objects_are_reported_once_and_never_delivered(caplog) -
     assert "not delivered" in reports[0] and "Pod ns/bad" in reports[0]
     assert "spec.containers[0].resources.requests.cpu" in reports[0]
     assert "last valid version is kept" in reports[1]
-    assert sample(reflector.metrics.registry, "scorer_reflector_invalid_objects_total", resource="pods") == 3
+    assert sample(reflector.metrics.collector_registry, "scorer_reflector_invalid_objects_total", resource="pods") == 3
     # A delete of a known object is delivered whatever its last version looked like.
     reflector.apply_event({"type": "DELETED", "object": pod_json("good", "5", cpu="lots")})
     assert recorder.of("ns/good")[-1] == ("delete", "ns/good") and "ns/good" not in reflector.store
@@ -569,7 +570,7 @@ async def test_a_failing_handler_is_logged_and_counted_and_the_watch_goes_on(cap
         await settle(client, reflector, recorder)
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b"), ("add", "ns/c")]
     assert [r.getMessage() for r in caplog.records] == ["pods reflector: handler on_pod_add failed for ns/a"]
-    assert sample(reflector.metrics.registry, "scorer_reflector_handler_errors_total", resource="pods") == 1
+    assert sample(reflector.metrics.collector_registry, "scorer_reflector_handler_errors_total", resource="pods") == 1
 
 
 # --- workloads
@@ -740,8 +741,8 @@ async def test_an_optional_resource_served_in_no_version_is_reported_once_and_co
     client = PathClient([ApiResponse(503, b"{}"), discovery("storageclasses", "csinodes"),
                          discovery("volumeattachments"),
                          NOT_FOUND], [])
-    registry = CollectorRegistry()
-    reflector = Reflector(client, RESOURCES["csistoragecapacities"], metrics=ReflectorMetrics(registry),
+    collector_registry = CollectorRegistry()
+    reflector = Reflector(client, RESOURCES["csistoragecapacities"], metrics=ReflectorMetrics(collector_registry),
                           rng=random.Random(1), delays=FAST)
     recorder = Recorder()
     with caplog.at_level(logging.INFO, logger=LOGGER):
@@ -758,8 +759,9 @@ async def test_an_optional_resource_served_in_no_version_is_reported_once_and_co
         "csistoragecapacities reflector: the API server serves none of /apis/storage.k8s.io/v1, "
         "/apis/storage.k8s.io/v1beta1, /apis/storage.k8s.io/v1alpha1; csistoragecapacities are not read "
         "(no objects of this kind)"))]
-    assert sample(registry, "scorer_reflector_lists_total", resource="csistoragecapacities") == 0
-    assert sample(registry, "scorer_reflector_last_sync_timestamp_seconds", resource="csistoragecapacities") > 0
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="csistoragecapacities") == 0
+    assert sample(collector_registry, "scorer_reflector_last_sync_timestamp_seconds",
+                  resource="csistoragecapacities") > 0
 
 
 def test_handlers_without_a_kind_are_refused_at_once() -> None:
@@ -857,12 +859,12 @@ async def test_the_watch_delivers_adds_updates_and_deletes_and_renews_at_its_tim
         await until(lambda: recorder.of("rf-watch/")[-1] == ("delete", "rf-watch/w"), "the delete")
         assert "rf-watch/w" not in reflector.store
         assert no_duplicate_adds(recorder, "rf-watch/")
-        registry = reflector.metrics.registry
-        await until(lambda: sample(registry, "scorer_reflector_watch_restarts_total", resource="pods",
+        collector_registry = reflector.metrics.collector_registry
+        await until(lambda: sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods",
                                    reason="timeout") >= 1, "a watch to reach its timeout")
     watches = fault_proxy.watches("/api/v1/pods")
     assert {w.query["timeoutSeconds"] for w in watches} == {"1"}
-    assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 1
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="pods") == 1
 
 
 @kube
@@ -883,9 +885,9 @@ async def test_a_watch_dropped_repeatedly_resumes_without_duplicates_or_gaps(
         assert no_duplicate_adds(recorder, "rf-drop/")
         assert ("delete", "rf-drop/d2") in recorder.of("rf-drop/")
         assert reflector.store["rf-drop/d1"].labels == {"changed": "yes"}
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") >= 6
-    assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 1  # resumed, never re-listed
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") >= 6
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="pods") == 1  # resumed, never re-listed
     versions = [int(w.query["resourceVersion"]) for w in fault_proxy.watches("/api/v1/pods")]
     assert versions == sorted(versions)  # each watch resumed from the last version seen
 
@@ -906,9 +908,9 @@ async def test_500_and_429_on_the_watch_back_off_then_resume(control_plane, faul
     watches = fault_proxy.watches("/api/v1/pods")
     assert len({w.query["resourceVersion"] for w in watches}) == 1  # resumed from the list's version each time
     assert watches[1].time > watches[0].time and watches[3].time - watches[2].time >= 0.99  # Retry-After: 1
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 3
-    assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 1
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 3
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="pods") == 1
 
 
 async def _gap(cluster: Cluster, proxy: FaultProxy, namespace: str) -> None:
@@ -942,10 +944,10 @@ async def test_a_410_from_the_proxy_relists_and_delivers_the_gap(
     assert recorder.of(namespace) == [("add", f"{namespace}/a"), ("add", f"{namespace}/b"),
                                       ("delete", f"{namespace}/a"), ("update", f"{namespace}/b"),
                                       ("add", f"{namespace}/c")]
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
-    assert sample(registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="gone") == 1
-    assert sample(registry, "scorer_reflector_lists_total", resource="pods") == 2
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
+    assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="gone") == 1
+    assert sample(collector_registry, "scorer_reflector_lists_total", resource="pods") == 2
 
 
 @pytest.fixture(scope="module")
@@ -981,8 +983,8 @@ async def test_a_real_compaction_gives_410_and_the_relist_delivers_the_gap(compa
     assert recorder.of("rf-compact/") == [("add", "rf-compact/a"), ("add", "rf-compact/b"),
                                           ("delete", "rf-compact/a"), ("update", "rf-compact/b"),
                                           ("add", "rf-compact/c")]
-    registry = reflector.metrics.registry
-    assert sample(registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
+    collector_registry = reflector.metrics.collector_registry
+    assert sample(collector_registry, "scorer_reflector_relists_total", resource="pods", reason="gone") == 1
     assert watches[-1].query["resourceVersion"] != old
 
 
@@ -1029,7 +1031,8 @@ async def test_malformed_objects_from_the_api_are_logged_once_and_the_rest_deliv
     assert len(lines) == len(invalid) and all("spec.containers[0].resources.requests.cpu" in x for x in lines)
     assert "Pod rf-bad/listed-bad" in lines[0] and "not delivered" in lines[0]
     assert "Pod rf-bad/good" in lines[2] and "last valid version is kept" in lines[2]
-    assert sample(reflector.metrics.registry, "scorer_reflector_invalid_objects_total", resource="pods") == len(invalid)
+    counted = sample(reflector.metrics.collector_registry, "scorer_reflector_invalid_objects_total", resource="pods")
+    assert counted == len(invalid)
 
 
 @kube
@@ -1073,7 +1076,7 @@ async def test_an_unreachable_api_server_is_retried_with_backoff_until_it_answer
             assert not reflector.has_synced()
             # Between two attempts, or in one (the proxy resets it at once).
             assert reflector.state().startswith(("backing off after ApiUnavailable, next try in ", "listing"))
-            attempts = sample(reflector.metrics.registry, "scorer_reflector_lists_total", resource="pods")
+            attempts = sample(reflector.metrics.collector_registry, "scorer_reflector_lists_total", resource="pods")
             span = fault_proxy.requests[-1].time - fault_proxy.requests[0].time
             fault_proxy.clear()
             await asyncio.wait_for(reflector.wait_for_sync(), 15)

@@ -11,9 +11,10 @@ from schedkit import build
 from test_kube_reflector import Cluster, Recorder, running, sample, until
 
 from scorer.cluster.interface import ClusterSource
+from scorer.kube.apiresources import STORAGE_RESOURCES, WORKLOAD_RESOURCES
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
-from scorer.kube.reflector import STORAGE_RESOURCES, WORKLOAD_RESOURCES, RetryDelays
+from scorer.kube.reflector import RetryDelays
 from scorer.kube.source import ApiSource
 from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 
@@ -62,8 +63,8 @@ async def test_namespaces_then_workloads_then_nodes_then_pods_are_delivered_in_t
                  expect=(201, 409))
     # The namespaces list is slow: the node and pod lists are done first and must wait for it.
     fault_proxy.add(method="GET", path="^/api/v1/namespaces$", watch=False, delay=1.0)
-    registry = CollectorRegistry()
-    source, recorder = ApiSource(proxied_client, registry=registry, page_size=50), Recorder()
+    collector_registry = CollectorRegistry()
+    source, recorder = ApiSource(proxied_client, collector_registry=collector_registry, page_size=50), Recorder()
     async with running(source.run(recorder)):
         await until(lambda: source.status()["pods"].startswith("listed, waiting"), "the pods to be listed")
         assert not source.has_synced() and recorder.events == []
@@ -78,7 +79,7 @@ async def test_namespaces_then_workloads_then_nodes_then_pods_are_delivered_in_t
         await until(lambda: all(state.startswith("watching (listed ") for state in source.status().values()),
                     "every watch")
     for resource in source.reflectors:
-        assert sample(registry, "scorer_reflector_lists_total", resource=resource) == 1
+        assert sample(collector_registry, "scorer_reflector_lists_total", resource=resource) == 1
     # kube-apiserver 1.20 serves PodDisruptionBudgets in policy/v1beta1 only, CSIStorageCapacities in
     # storage.k8s.io/v1alpha1 only (the session's control plane enables it: kubekit).
     assert source.reflectors["poddisruptionbudgets"].path == "/apis/policy/v1beta1/poddisruptionbudgets"

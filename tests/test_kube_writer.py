@@ -134,8 +134,8 @@ def events_of(control_plane, pod_name: str, group: str = "events.k8s.io") -> lis
     return [e for e in json.loads(raw)["items"] if e[key]["name"] == pod_name]
 
 
-def counts(registry: CollectorRegistry) -> dict[str, float | None]:
-    return {result: registry.get_sample_value("scorer_events_total", {"result": result})
+def counts(collector_registry: CollectorRegistry) -> dict[str, float | None]:
+    return {result: collector_registry.get_sample_value("scorer_events_total", {"result": result})
             for result in ("written", "aggregated", "dropped", "failed")}
 
 
@@ -145,9 +145,9 @@ def unschedulable(writer: ApiWriter, pod: Pod, note: str = "0/3 nodes are availa
 
 @kube
 async def test_identical_events_become_one_event_with_a_series(control_plane) -> None:
-    clock, registry = Clock(), CollectorRegistry()
+    clock, collector_registry = Clock(), CollectorRegistry()
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
-        writer = ApiWriter(client, registry=registry, clock=clock)
+        writer = ApiWriter(client, collector_registry=collector_registry, clock=clock)
         pod = Pod(namespace="default", name="w-series", uid="u-series")
         await unschedulable(writer, pod)
         clock.now += 1
@@ -171,7 +171,7 @@ async def test_identical_events_become_one_event_with_a_series(control_plane) ->
         notes = sorted(e["note"] for e in events_of(control_plane, "w-series"))
         assert notes == ["0/3 nodes are available: 3 Insufficient cpu.", "0/3 nodes are available: 3 Insufficient cpu.",
                          "0/4 nodes are available: 4 Insufficient cpu."]
-        assert counts(registry) == {"written": 3, "aggregated": 4, "dropped": 0, "failed": 0}
+        assert counts(collector_registry) == {"written": 3, "aggregated": 4, "dropped": 0, "failed": 0}
 
 
 @kube
@@ -205,9 +205,9 @@ async def test_the_core_v1_fallback_aggregates_with_count(control_plane) -> None
 
 @kube
 async def test_new_events_beyond_the_global_and_per_pod_limits_are_dropped_and_counted(control_plane) -> None:
-    clock, registry = Clock(), CollectorRegistry()
+    clock, collector_registry = Clock(), CollectorRegistry()
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
-        writer = ApiWriter(client, registry=registry, clock=clock,
+        writer = ApiWriter(client, collector_registry=collector_registry, clock=clock,
                            limits=EventLimits(qps=1.0, burst=3, per_object_burst=2, per_object_refill_seconds=300))
         pods = [Pod(namespace="default", name=f"w-limit-{i}", uid=f"u{i}") for i in range(4)]
         for pod in pods:
@@ -224,17 +224,17 @@ async def test_new_events_beyond_the_global_and_per_pod_limits_are_dropped_and_c
         clock.now += 300  # one token of its own back every 5 minutes
         await unschedulable(writer, pods[0], "a third note")
         assert len(events_of(control_plane, pods[0].name)) == 3
-        assert counts(registry) == {"written": 6, "aggregated": 0, "dropped": 3, "failed": 0}
+        assert counts(collector_registry) == {"written": 6, "aggregated": 0, "dropped": 3, "failed": 0}
 
 
 @kube
 async def test_a_failed_event_is_counted_and_raised(control_plane) -> None:
-    registry = CollectorRegistry()
+    collector_registry = CollectorRegistry()
     async with ApiClient(load_kubeconfig(control_plane.kubeconfig)) as client:
-        writer = ApiWriter(client, registry=registry)
+        writer = ApiWriter(client, collector_registry=collector_registry)
         with pytest.raises(ApiUnavailable, match="Event FailedScheduling"):
             await unschedulable(writer, Pod(namespace="no-such-namespace", name="p", uid="u"))
-        assert counts(registry)["failed"] == 1
+        assert counts(collector_registry)["failed"] == 1
 
 
 def pod_status(control_plane, name: str) -> dict[str, Any]:

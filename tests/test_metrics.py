@@ -1,5 +1,5 @@
 """SchedulerMetrics: the kube-scheduler families (reference §6) and scorer's own, moved by pods run
-through the in-memory scheduler and read back from the one registry."""
+through the in-memory scheduler and read back from the one collector registry."""
 
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ class Clock:
 
 
 def value(asm, name, **labels):
-    return asm.metrics.registry.get_sample_value(name, labels)
+    return asm.metrics.collector_registry.get_sample_value(name, labels)
 
 
 def buckets(metrics: SchedulerMetrics, family: str) -> str:
     """The bucket bounds of ``family`` as exposed (+Inf left out), from its first labelled child."""
-    for metric in metrics.registry.collect():
+    for metric in metrics.collector_registry.collect():
         if metric.name == family:
             first = None
             bounds = []
@@ -61,7 +61,7 @@ def test_buckets_names_and_labels_follow_kube_scheduler():
     assert buckets(metrics, "scheduler_pod_scheduling_sli_duration_seconds") == B4
     assert buckets(metrics, "scheduler_pod_scheduling_attempts") == B5
     assert buckets(metrics, "scheduler_preemption_victims") == B6
-    text = generate_latest(metrics.registry).decode()
+    text = generate_latest(metrics.collector_registry).decode()
     for line in ("# TYPE scheduler_pending_pods gauge", "# TYPE scheduler_queue_incoming_pods_total counter",
                  "# TYPE scheduler_unschedulable_pods gauge", "# TYPE scheduler_preemption_attempts_total counter",
                  "# TYPE scheduler_cache_size gauge", "# TYPE scheduler_goroutines gauge",
@@ -74,8 +74,8 @@ def test_buckets_names_and_labels_follow_kube_scheduler():
         assert line in text
     # Series that exist before anything happened: bind results at 0, build info at 1.
     for result in ("bound", "conflict", "error"):
-        assert metrics.registry.get_sample_value("scorer_bind_results_total", {"result": result}) == 0
-    assert metrics.registry.get_sample_value(
+        assert metrics.collector_registry.get_sample_value("scorer_bind_results_total", {"result": result}) == 0
+    assert metrics.collector_registry.get_sample_value(
         "scorer_build_info", {"version": __version__, "python": platform.python_version()}) == 1
 
 
@@ -152,20 +152,20 @@ def test_the_unschedulable_gauge_drops_when_the_pod_is_deleted_and_gated_pods_ar
 
 def test_preemption_series_exist_before_any_preemption_and_count_victims():
     metrics = SchedulerMetrics()
-    assert metrics.registry.get_sample_value("scheduler_preemption_attempts_total") == 0
-    assert metrics.registry.get_sample_value("scheduler_preemption_victims_count") == 0
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_attempts_total") == 0
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_victims_count") == 0
     metrics.observe_preemption(3)
     metrics.observe_preemption(0)
-    assert metrics.registry.get_sample_value("scheduler_preemption_attempts_total") == 2
-    assert metrics.registry.get_sample_value("scheduler_preemption_victims_sum") == 3
-    assert metrics.registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "2.0"}) == 1
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_attempts_total") == 2
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_victims_sum") == 3
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_victims_bucket", {"le": "2.0"}) == 1
 
 
 def test_state_gauges_have_no_samples_until_something_is_watched():
     metrics = SchedulerMetrics()
-    assert metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) is None
+    assert metrics.collector_registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) is None
     counts = {"active": 3}
     metrics.watch(pending=lambda: counts)
     counts["active"] = 5  # read when collected, not when watched
-    assert metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) == 5
-    assert metrics.registry.get_sample_value("scheduler_goroutines", {"operation": "binding"}) is None
+    assert metrics.collector_registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) == 5
+    assert metrics.collector_registry.get_sample_value("scheduler_goroutines", {"operation": "binding"}) is None

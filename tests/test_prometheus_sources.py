@@ -179,7 +179,7 @@ def test_empty_and_bad_queries_keep_scheduling(prom_env, query, kind, text):
     asyncio.run(hub.refresh_all())
     (source,) = hub.prometheus_sources
     assert source.data.warming_up and source.data.last_error_kind == kind and text in source.data.last_error
-    assert hub.registry.get_sample_value("scorer_metrics_source_errors_total",
+    assert hub.collector_registry.get_sample_value("scorer_metrics_source_errors_total",
                                          {"source": source.name, "kind": kind}) == 1.0
     ready_flag, details = hub.readiness()
     assert not ready_flag and details[source.name].startswith("warming up")
@@ -228,7 +228,7 @@ def test_prometheus_down_then_back(prometheus_bin, tmp_path):
         asm = _assembly(server.url, "eth0", objects)
         hub = asm.sources
         (source,) = hub.prometheus_sources
-        sample = hub.registry.get_sample_value
+        sample = hub.collector_registry.get_sample_value
         labels = {"source": source.name}
 
         async def scenario() -> None:

@@ -131,7 +131,7 @@ async def test_stop_lets_bindings_finish_within_the_grace_then_cancels_and_reque
     assert asm.frameworks["default-scheduler"].handle.waiting_pods == {}
     assert "default/held" in asm.queue and not asm.queue.is_in_flight("default/held")
     assert asm.queue.pending_counts()["backoff"] == 1
-    errors = asm.metrics.registry.get_sample_value(
+    errors = asm.metrics.collector_registry.get_sample_value(
         "scheduler_schedule_attempts_total", {"result": "error", "profile": "default-scheduler"})
     assert errors == 1.0
     # The recorder was flushed: the Scheduled event is written.

@@ -172,7 +172,7 @@ def test_reader_states_ages_and_default_max_age():
     assert not reader.read(NodeBatch(cache.table, cache.table.rows()[2:])).fail_open
     scores = reader.apply_policy(np.array([10, 20, 30, 40]), reading)
     assert scores.tolist() == [10, 20, 50, 50]
-    assert hub.telemetry.registry.get_sample_value(
+    assert hub.telemetry.collector_registry.get_sample_value(
         "scorer_metrics_policy_nodes_total", {"plugin": "P", "state": "stale", "policy": "neutral"}) == 1.0
     clock.now += 10  # n2 ages past 90s
     assert reader.read(NodeBatch(cache.table, cache.table.rows())).state.tolist() == [0, 1, 1, 2]
@@ -514,7 +514,7 @@ def test_source_gauges_are_computed_at_collection():
     nodes = [make_node("n1"), make_node("n2")]
     hub = SourceHub(lambda: nodes, snapshot=MetricsSnapshot({"cpu": {"n1": (0.5, 30.0)}}), clock=clock)
     hub.source(plugin="P", metric="cpu", address="", query="q", source_args=SourceArgs())
-    sample = hub.registry.get_sample_value
+    sample = hub.collector_registry.get_sample_value
     assert sample("scorer_metrics_source_up", {"source": "cpu"}) == 1.0
     assert sample("scorer_metrics_source_nodes_without_data", {"source": "cpu"}) == 1.0
     assert sample("scorer_metrics_source_value_age_seconds", {"source": "cpu", "bound": "oldest"}) == 30.0

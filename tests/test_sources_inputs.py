@@ -1,5 +1,5 @@
 """Inputs of the metric sources: query templates, TLS files, policy timings, snapshot node names that
-match no node, extreme values in the reader, and the telemetry's place in the app's registry."""
+match no node, extreme values in the reader, and the telemetry's place in the app's collector registry."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def test_unknown_snapshot_nodes_are_reported_once_the_nodes_are_loaded():
     assert hub.source_warnings() == [
         "snap.yaml: metric 'cpu': 6 of 7 node name(s) match no node of the cluster ('ghost-1', 'ghost-2', "
         "'ghost-3', 'ghost-4', 'ghost-5', ...); their values are unused"]
-    assert hub.registry.get_sample_value("scorer_metrics_source_unmatched_series", {"source": "cpu"}) == 6.0
+    assert hub.collector_registry.get_sample_value("scorer_metrics_source_unmatched_series", {"source": "cpu"}) == 6.0
     assert hub.sources["cpu"].data.values["n1"] == 1.0
 
 
@@ -217,7 +217,7 @@ def test_in_flight_sum_saturates_without_warnings():
     assert scores.tolist() == [0, 50]  # n2 has no value: neutral
 
 
-# -- telemetry in the app's registry ---------------------------------------------------------------------
+# -- telemetry in the app's collector registry -----------------------------------------------------------
 
 
 def test_one_hub_per_scheduler_metrics():
@@ -228,9 +228,9 @@ def test_one_hub_per_scheduler_metrics():
     first.close()
     second = SourceHub(metrics=metrics)
     second.source(plugin="P", metric="m", address="http://127.0.0.1:9", query="q", source_args=SourceArgs())
-    assert metrics.registry.get_sample_value("scorer_metrics_source_queries_total", {"source": "m"}) == 0.0
+    assert metrics.collector_registry.get_sample_value("scorer_metrics_source_queries_total", {"source": "m"}) == 0.0
     # The scheduler's own families are untouched by the hubs coming and going.
-    assert any(m.name == "scheduler_schedule_attempts" for m in metrics.registry.collect())
+    assert any(m.name == "scheduler_schedule_attempts" for m in metrics.collector_registry.collect())
 
 
 def test_policy_label_values_are_bounded():
@@ -241,7 +241,7 @@ def test_policy_label_values_are_bounded():
     table = make_cache(nodes).table
     for _ in range(2):  # counted once per node per cycle
         reader.apply_policy(np.zeros(3, dtype=np.int64), reader.read(NodeBatch(table, table.rows())))
-    samples = [s for m in hub.registry.collect() if m.name == "scorer_metrics_policy_nodes" for s in m.samples
+    samples = [s for m in hub.collector_registry.collect() if m.name == "scorer_metrics_policy_nodes" for s in m.samples
                if s.name.endswith("_total")]
     assert {(s.labels["state"], s.labels["policy"]): s.value for s in samples} == {
         ("stale", "min"): 2.0, ("missing", "min"): 2.0}
@@ -252,7 +252,7 @@ def test_policy_label_values_are_bounded():
         FetchError("teapot", "418")
 
 
-def test_only_scheduler_metrics_creates_a_registry():
+def test_only_scheduler_metrics_creates_a_collector_registry():
     offenders = [str(path) for root in (SCORER, CONTRIB) for path in root.rglob("*.py")
                  if "CollectorRegistry(" in path.read_text(encoding="utf-8") and path != SCORER / "metrics.py"]
     assert offenders == []

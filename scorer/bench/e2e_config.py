@@ -16,7 +16,7 @@ from scorer.bench.runner import METRICS_CONFIG
 from scorer.bench.spec import ADAPTIVE, PointSpec, Setup
 from scorer.config.convert import unstructure
 from scorer.config.load import load_and_resolve
-from scorer.config.source import read_file
+from scorer.config.text import read_file
 from scorer.config.types import KIND, V1, V1BETA1, ResolvedProfile
 from scorer.errors import ScorerError
 from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE

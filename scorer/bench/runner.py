@@ -243,8 +243,8 @@ def _measure(
         "bound": len(bound), "unscheduled": len(measured) - len(bound),
         "cycle_ms": cycle_figures(run.cycles),
         "throughput": throughput(run.bind_times, run.start),  # samples from the first pop
-        "extension_points_ms": extension_points(asm.metrics.registry),
-        "plugins_ms": plugins(asm.metrics.registry),
+        "extension_points_ms": extension_points(asm.metrics.collector_registry),
+        "plugins_ms": plugins(asm.metrics.collector_registry),
         "memory": {
             # VmHWM may trail the RSS read last (the kernel syncs its counters lazily): the peak is at least that
             "peak_rss_mb": round(max(peak_rss_mb(), rss_pods), 1), "base_rss_mb": round(base_rss, 1),
@@ -346,10 +346,11 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | 
     return lower
 
 
-def _histograms(registry: Any, name: str, key: Callable[[Mapping[str, str]], str]) -> dict[str, dict[str, Any]]:
+def _histograms(collector_registry: Any, name: str,
+                key: Callable[[Mapping[str, str]], str]) -> dict[str, dict[str, Any]]:
     """``key(labels)`` -> {"sum", "count", "buckets": {le: cumulative count}}, summed over the other labels."""
     out: dict[str, dict[str, Any]] = {}
-    for family in registry.collect():
+    for family in collector_registry.collect():
         if family.name != name:
             continue
         for sample in family.samples:
@@ -363,10 +364,11 @@ def _histograms(registry: Any, name: str, key: Callable[[Mapping[str, str]], str
     return {k: v for k, v in sorted(out.items()) if v["count"]}
 
 
-def extension_points(registry: Any) -> dict[str, dict[str, Any]]:
+def extension_points(collector_registry: Any) -> dict[str, dict[str, Any]]:
     """Per extension point: mean, p50, p99 (ms) and count, from the scheduler's histogram."""
     figures = {}
-    for point, h in _histograms(registry, EXTENSION_POINT_HISTOGRAM, lambda labels: labels["extension_point"]).items():
+    histograms = _histograms(collector_registry, EXTENSION_POINT_HISTOGRAM, lambda labels: labels["extension_point"])
+    for point, h in histograms.items():
         buckets = sorted(h["buckets"].items())
         quantile = {q: histogram_quantile(q, buckets) for q in (0.5, 0.99)}
         figures[point] = {"mean": _ms(h["sum"] / h["count"] * 1000.0),
@@ -376,9 +378,9 @@ def extension_points(registry: Any) -> dict[str, dict[str, Any]]:
     return figures
 
 
-def plugins(registry: Any) -> dict[str, dict[str, Any]]:
+def plugins(collector_registry: Any) -> dict[str, dict[str, Any]]:
     """Per ``ExtensionPoint/Plugin``: mean ms and count (sampled cycles only)."""
-    histograms = _histograms(registry, PLUGIN_HISTOGRAM,
+    histograms = _histograms(collector_registry, PLUGIN_HISTOGRAM,
                              lambda labels: f"{labels['extension_point']}/{labels['plugin']}")
     return {key: {"mean": _ms(h["sum"] / h["count"] * 1000.0), "count": int(h["count"])}
             for key, h in histograms.items()}

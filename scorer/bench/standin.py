@@ -44,8 +44,9 @@ def answer(verb: str, names: list[str]) -> bytes:
 
 
 def app() -> web.Application:
-    registry = SchedulerMetrics().registry  # (the one place a registry is made; only its extender families count)
-    metrics = ExtenderMetrics(registry)
+    # (SchedulerMetrics is the one place a collector registry is made; only its extender families count)
+    collector_registry = SchedulerMetrics().collector_registry
+    metrics = ExtenderMetrics(collector_registry)
 
     def verb_handler(verb: str) -> Handler:
         async def serve(request: web.Request) -> web.Response:
@@ -59,7 +60,8 @@ def app() -> web.Application:
         return web.Response(text="ok")
 
     async def metrics_text(request: web.Request) -> web.Response:
-        return web.Response(body=exposition.render(registry), headers={"Content-Type": exposition.CONTENT_TYPE})
+        body = exposition.render(collector_registry)
+        return web.Response(body=body, headers={"Content-Type": exposition.CONTENT_TYPE})
 
     application = web.Application(client_max_size=64 << 20)
     for verb in (FILTER, PRIORITIZE):

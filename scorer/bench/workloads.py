@@ -36,7 +36,7 @@ from typing import Any, Literal
 import attrs
 
 from scorer.config.convert import structure_into, unstructure
-from scorer.config.source import read_file
+from scorer.config.text import read_file
 from scorer.errors import ConfigError, QuantityError
 from scorer.inputs.describe import quote
 from scorer.quantity import parse_quantity

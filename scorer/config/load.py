@@ -32,7 +32,7 @@ from scorer.config.defaults import (
 )
 from scorer.config.legacy import LEGACY_ARGS, RequestedToCapacityRatioArgs, scoring_strategy
 from scorer.config.resolve import resolve_profiles
-from scorer.config.source import parse_text, read_file
+from scorer.config.text import parse_text, read_file
 from scorer.config.types import (
     API_VERSIONS,
     DEFAULT_SCHEDULER_NAME,

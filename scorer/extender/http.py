@@ -23,7 +23,7 @@ Answers:
   scheduling error for the pod), prioritize 500 with ``{"Error": ...}``
   (kube-scheduler ignores a failed prioritize).
 
-Metrics (the app's one registry): ``scorer_extender_requests_total{verb,result}``
+Metrics (the app's one collector registry): ``scorer_extender_requests_total{verb,result}``
 (result ``success``, ``error``, ``bad_request``: a body refused counts as one),
 ``scorer_extender_request_duration_seconds{verb}`` (reading the body to the
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
@@ -63,17 +63,17 @@ BUCKETS = exponential_buckets(0.0001, 2, 16)  # 0.1 ms .. 3.3 s (kube-scheduler'
 
 
 class ExtenderMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, collector_registry: CollectorRegistry) -> None:
         self.requests = Counter("scorer_extender_requests",
                                 "Extender requests by verb and result: success; error, a plugin failed (or a bug); "
                                 "bad_request, the request could not be read (answered 400).",
-                                ["verb", "result"], registry=registry)
+                                ["verb", "result"], registry=collector_registry)
         self.duration = Histogram("scorer_extender_request_duration_seconds",
                                   "Extender request latency by verb, from reading the body to the answer.",
-                                  ["verb"], buckets=BUCKETS, registry=registry)
+                                  ["verb"], buckets=BUCKETS, registry=collector_registry)
         self.unknown_nodes = Counter("scorer_extender_unknown_nodes",
                                      "Node names in extender requests that scorer's cache did not know (yet): "
-                                     "they pass Filter and get the middle score.", registry=registry)
+                                     "they pass Filter and get the middle score.", registry=collector_registry)
         self._children = {(verb, result): self.requests.labels(verb, result) for verb in VERBS for result in RESULTS}
         self._durations = {verb: self.duration.labels(verb) for verb in VERBS}
 
@@ -131,11 +131,11 @@ class _Bodies:
         return body
 
 
-def add_routes(app: web.Application, extender: Extender, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX,
-               *, body_timeout: float, debug: bool = False) -> ExtenderMetrics:
+def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
+               prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False) -> ExtenderMetrics:
     """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
     must arrive within ``body_timeout`` seconds."""
-    metrics = ExtenderMetrics(registry)
+    metrics = ExtenderMetrics(collector_registry)
     extender.on_unknown = metrics.unknown_nodes.inc
     bodies = _Bodies(body_timeout)
     pods, names = PodCache(), NodeNames()  # (filter then prioritize: the same pod, the same nodes)

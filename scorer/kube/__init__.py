@@ -4,7 +4,8 @@
 ``ratelimit``: the client-side token bucket of ``clientConnection.qps``/``burst``;
 ``client``: bounded requests and streamed responses (watches) through both;
 ``writer``: bindings, Events and the PodScheduled condition (the
-``ClusterWriter`` of ``scorer.cluster.interface``); ``reflector``: one
-resource listed and watched into the object handlers; ``source``: the
-reflectors together, the ``ClusterSource`` of a real cluster.
+``ClusterWriter`` of ``scorer.cluster.interface``); ``apiresources``: the
+resources read (path, kind, decoder, handlers); ``reflector``: one resource
+listed and watched into the object handlers; ``source``: the reflectors
+together, the ``ClusterSource`` of a real cluster.
 """

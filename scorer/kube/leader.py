@@ -34,7 +34,7 @@ one leads (schedules), the others stand by with warm caches.
 Metrics: ``scorer_leader_election_is_leader{lease}`` (1 while leading) and
 ``scorer_leader_election_transitions_total{lease}`` (times this process
 became leader), ``lease`` being ``namespace/name``, registered in the
-registry given (the app's; without one they are kept but exported nowhere).
+collector registry given (the app's; without one they are kept but exported nowhere).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class LeaderElector:
 
     def __init__(self, client: ApiClient, *, namespace: str, name: str, identity: str | None = None,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0,
-                 registry: CollectorRegistry | None = None,
+                 collector_registry: CollectorRegistry | None = None,
                  on_started_leading: Callable[[], None] | None = None,
                  on_stopped_leading: Callable[[], None] | None = None,
                  on_new_leader: Callable[[str], None] | None = None,
@@ -155,20 +155,20 @@ class LeaderElector:
         lease = f"{namespace}/{name}"
         self._is_leader_gauge = Gauge("scorer_leader_election_is_leader",
                                       "1 while this process holds the leader-election lease, else 0.",
-                                      ["lease"], registry=registry).labels(lease)
+                                      ["lease"], registry=collector_registry).labels(lease)
         self._transitions = Counter("scorer_leader_election_transitions",
                                     "Times this process became leader of the lease.",
-                                    ["lease"], registry=registry).labels(lease)
+                                    ["lease"], registry=collector_registry).labels(lease)
         self._is_leader_gauge.set(0)
 
     @classmethod
     def from_config(cls, client: ApiClient, config: LeaderElection, *, identity: str | None = None,
-                    registry: CollectorRegistry | None = None, **kwargs: Any) -> LeaderElector:
+                    collector_registry: CollectorRegistry | None = None, **kwargs: Any) -> LeaderElector:
         """An elector for the ``leaderElection`` block of the scheduler configuration."""
         return cls(client, namespace=config.resource_namespace, name=config.resource_name, identity=identity,
                    lease_duration=config.lease_duration.total_seconds(),
                    renew_deadline=config.renew_deadline.total_seconds(),
-                   retry_period=config.retry_period.total_seconds(), registry=registry, **kwargs)
+                   retry_period=config.retry_period.total_seconds(), collector_registry=collector_registry, **kwargs)
 
     # --- state -------------------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """A reflector: one resource of the API server listed, then watched, into ``ObjectHandlers``.
 
-``RESOURCES`` describes each resource the service reads in one line (its
-path, the kind named by the handlers, the decoder of ``scorer.model``);
-``Reflector`` keeps one of them in step with the API server, as client-go's
-reflector and informer do (reference ``kubernetes-api-client.md`` §4):
+``Reflector`` keeps one resource of ``scorer.kube.apiresources``
+(``RESOURCES``: its path, kind and decoder) in step with the API server, as
+client-go's reflector and informer do (reference ``kubernetes-api-client.md``
+§4):
 
 * **List.** A paginated LIST (``limit``, ``continue``; a continue token that
   expired is answered with one full LIST, as client-go's pager does), with
@@ -89,7 +89,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import functools
 import gc
 import logging
 import random
@@ -103,11 +102,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, printable
+from scorer.kube.apiresources import BoundHandlers, Resource, bind_handlers
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.logsummary import RepeatLog
 from scorer.metrics import SchedulerMetrics
-from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, workload_from_dict
-from scorer.model.decode import storage_from_dict
 from scorer.tasks import Backoff
 
 log = logging.getLogger("scorer.kube.reflector")
@@ -132,135 +130,33 @@ FAILURE_LOG_INTERVAL = 120.0
 InvalidCallback = Callable[[str, Mapping[str, Any], str], None]
 
 
-def _resource_version(obj: Any) -> Any:
-    return obj.resource_version
-
-
-@attrs.frozen(slots=True)
-class Resource:
-    """A resource the reflectors read.
-
-    ``name`` is the API's plural (the metric label, the task name); ``kind``
-    names the objects in messages and the handlers (``on_<kind>_add``,
-    ``_update``, ``_delete``) unless ``handlers`` names them (``workload``:
-    one set of handlers for Services, ReplicaSets...; ``storage``: one for
-    PVs, PVCs, StorageClasses and the CSI objects); ``fallback_paths`` are
-    older group versions of ``path``, read when the server does not serve
-    ``path``'s (see the module docstring); ``optional``: the server may serve
-    it in none of them (then nothing is read and the reflector counts as
-    synced); ``decode`` builds the model object from the API's JSON and raises
-    ``ModelError`` for a malformed one; ``namespaced`` keys objects
-    ``namespace/name`` (else ``name``); ``version`` gives a decoded object's
-    resourceVersion, to tell changed objects in a re-list (None: the objects
-    are compared, for models that keep no resourceVersion).
-    """
-
-    name: str
-    path: str
-    kind: str
-    decode: Callable[[Mapping[str, Any]], Any]
-    namespaced: bool = False
-    version: Callable[[Any], Any] | None = None
-    handlers: str = ""
-    fallback_paths: tuple[str, ...] = ()
-    optional: bool = False
-
-    @property
-    def handler_kind(self) -> str:
-        return self.handlers or self.kind
-
-    def key(self, raw: Mapping[str, Any]) -> str | None:
-        """The store key of an API object (None when its metadata has no name)."""
-        meta = raw.get("metadata")
-        if not isinstance(meta, Mapping):
-            return None
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
-            return None
-        if not self.namespaced:
-            return name
-        namespace = meta.get("namespace")
-        return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
-
-    def changed(self, old: Any, new: Any) -> bool:
-        if self.version is None:
-            return bool(old != new)
-        return bool(self.version(old) != self.version(new))
-
-
-def _workload(kind: str) -> Callable[[Mapping[str, Any]], Any]:
-    """The decoder of one workload kind (list items carry no ``kind``)."""
-    return functools.partial(workload_from_dict, kind=kind)
-
-
-def _storage(kind: str) -> Callable[[Mapping[str, Any]], Any]:
-    """The decoder of one storage kind (list items carry no ``kind``)."""
-    return functools.partial(storage_from_dict, kind=kind)
-
-
-RESOURCES: dict[str, Resource] = {r.name: r for r in (
-    Resource("namespaces", "/api/v1/namespaces", "namespace", namespace_from_dict),
-    Resource("services", "/api/v1/services", "service", _workload("Service"), namespaced=True,
-             version=_resource_version, handlers="workload"),
-    Resource("replicationcontrollers", "/api/v1/replicationcontrollers", "replicationcontroller",
-             _workload("ReplicationController"), namespaced=True, version=_resource_version, handlers="workload"),
-    Resource("replicasets", "/apis/apps/v1/replicasets", "replicaset", _workload("ReplicaSet"),
-             namespaced=True, version=_resource_version, handlers="workload"),
-    Resource("statefulsets", "/apis/apps/v1/statefulsets", "statefulset", _workload("StatefulSet"),
-             namespaced=True, version=_resource_version, handlers="workload"),
-    Resource("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", "poddisruptionbudget",
-             _workload("PodDisruptionBudget"), namespaced=True, version=_resource_version, handlers="workload",
-             fallback_paths=("/apis/policy/v1beta1/poddisruptionbudgets",)),
-    Resource("nodes", "/api/v1/nodes", "node", node_from_dict, version=_resource_version),
-    # The volume plugins' objects (reference kube-scheduler.md §10.1), classes before what names them.
-    Resource("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", "storageclass", _storage("StorageClass"),
-             version=_resource_version, handlers="storage"),
-    Resource("csidrivers", "/apis/storage.k8s.io/v1/csidrivers", "csidriver", _storage("CSIDriver"),
-             version=_resource_version, handlers="storage"),
-    Resource("csinodes", "/apis/storage.k8s.io/v1/csinodes", "csinode", _storage("CSINode"),
-             version=_resource_version, handlers="storage"),
-    Resource("csistoragecapacities", "/apis/storage.k8s.io/v1/csistoragecapacities", "csistoragecapacity",
-             _storage("CSIStorageCapacity"), namespaced=True, version=_resource_version, handlers="storage",
-             fallback_paths=("/apis/storage.k8s.io/v1beta1/csistoragecapacities",
-                             "/apis/storage.k8s.io/v1alpha1/csistoragecapacities"), optional=True),
-    Resource("persistentvolumes", "/api/v1/persistentvolumes", "persistentvolume", _storage("PersistentVolume"),
-             version=_resource_version, handlers="storage"),
-    Resource("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", "persistentvolumeclaim",
-             _storage("PersistentVolumeClaim"), namespaced=True, version=_resource_version, handlers="storage"),
-    Resource("pods", "/api/v1/pods", "pod", pod_from_dict, namespaced=True, version=_resource_version),
-)}
-# The workload kinds (Services, controllers, PodDisruptionBudgets), in RESOURCES order.
-WORKLOAD_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "workload")
-# The storage kinds (the volume plugins' objects), in RESOURCES order.
-STORAGE_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "storage")
-
-
 class ReflectorMetrics:
-    """The ``scorer_reflector_*`` families, registered once in ``registry`` (labelled by resource): the
-    app's one registry (``SchedulerMetrics.registry``), or a private one when None (tests)."""
+    """The ``scorer_reflector_*`` families, registered once in ``collector_registry`` (labelled by resource): the
+    app's one (``SchedulerMetrics.collector_registry``), or a private one when None (tests)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else SchedulerMetrics().registry
+    def __init__(self, collector_registry: CollectorRegistry | None = None) -> None:
+        self.collector_registry = (collector_registry if collector_registry is not None
+                                   else SchedulerMetrics().collector_registry)
         self.lists = Counter("scorer_reflector_lists", "LISTs of a resource (initial lists and re-lists).",
-                             ["resource"], registry=self.registry)
+                             ["resource"], registry=self.collector_registry)
         self.relists = Counter("scorer_reflector_relists",
                                "Re-lists of a resource, by reason (gone: the watch's resourceVersion was "
                                "compacted; error: an unexpected answer or a restarted reflector).",
-                               ["resource", "reason"], registry=self.registry)
+                               ["resource", "reason"], registry=self.collector_registry)
         self.watch_restarts = Counter("scorer_reflector_watch_restarts",
                                       "Watches of a resource that ended and were started again, by reason "
                                       "(timeout, closed, error, gone).",
-                                      ["resource", "reason"], registry=self.registry)
+                                      ["resource", "reason"], registry=self.collector_registry)
         self.invalid_objects = Counter("scorer_reflector_invalid_objects",
                                        "Objects the API sent that could not be decoded (each version once).",
-                                       ["resource"], registry=self.registry)
+                                       ["resource"], registry=self.collector_registry)
         self.handler_errors = Counter("scorer_reflector_handler_errors",
                                       "Exceptions raised by the object handlers (logged and skipped).",
-                                      ["resource"], registry=self.registry)
+                                      ["resource"], registry=self.collector_registry)
         self.last_sync = Gauge("scorer_reflector_last_sync_timestamp_seconds",
                                "When the reflector was last known to be in step with the API server "
                                "(a completed list, a watch event or bookmark, a watch that reached its timeout).",
-                               ["resource"], registry=self.registry)
+                               ["resource"], registry=self.collector_registry)
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:  # type: ignore[type-arg]
@@ -381,22 +277,6 @@ class _NotServed(Exception):
     """Discovery found an optional resource in none of its group versions."""
 
 
-@attrs.frozen(slots=True)
-class _Handlers:
-    add: Callable[[Any], None]
-    update: Callable[[Any, Any], None]
-    delete: Callable[[Any], None]
-
-
-def bind_handlers(resource: Resource, handlers: object) -> _Handlers:
-    """The bound ``on_<kind>_add/_update/_delete`` methods of ``handlers``."""
-    try:
-        return _Handlers(*(getattr(handlers, f"on_{resource.handler_kind}_{change}")
-                           for change in ("add", "update", "delete")))
-    except AttributeError as error:
-        raise TypeError(f"{type(handlers).__name__} cannot receive {resource.name}: {error}") from None
-
-
 @attrs.define(slots=True)
 class _Outage:
     """The failures since the reflector was last in step: when the first came, how many, of which kinds
@@ -468,7 +348,7 @@ class Reflector:
         self._relist_backoff = delays.relist_backoff(self._rng)
         self._gone_relisted = False  # a 410 was re-listed at once; the next one, before the watch works, waits
         self._repeats = RepeatLog(log, interval=FAILURE_LOG_INTERVAL)
-        self._handlers: _Handlers | None = None
+        self._handlers: BoundHandlers | None = None
         self._invalid: dict[str, str] = {}  # key -> the resourceVersion already reported invalid
         self._synced = asyncio.Event()
         self._frozen = False
@@ -896,7 +776,7 @@ class Reflector:
             raise RuntimeError(f"{self.resource.name} reflector: no path chosen (list first)")
         return self.path
 
-    def _require_handlers(self) -> _Handlers:
+    def _require_handlers(self) -> BoundHandlers:
         if self._handlers is None:
             raise RuntimeError(f"{self.resource.name} reflector: no handlers bound (call run or bind first)")
         return self._handlers

@@ -45,19 +45,16 @@ import math
 from prometheus_client import CollectorRegistry
 
 from scorer.cluster.interface import ObjectHandlers
+from scorer.kube.apiresources import RESOURCES, STORAGE_RESOURCES, WORKLOAD_RESOURCES, bind_handlers
 from scorer.kube.client import ApiClient
 from scorer.kube.reflector import (
     DEFAULT_DELAYS,
     DEFAULT_PAGE_SIZE,
     DEFAULT_WATCH_TIMEOUT,
-    RESOURCES,
-    STORAGE_RESOURCES,
-    WORKLOAD_RESOURCES,
     InvalidCallback,
     Reflector,
     ReflectorMetrics,
     RetryDelays,
-    bind_handlers,
 )
 from scorer.tasks import Supervisor
 
@@ -69,20 +66,20 @@ DEFAULT_RESOURCES = ("namespaces", *WORKLOAD_RESOURCES, "nodes", *STORAGE_RESOUR
 class ApiSource:
     """Lists and watches ``resources`` (names of ``RESOURCES``) of the API server behind ``client``.
 
-    ``registry`` receives the ``scorer_reflector_*`` metrics (a private one if
+    ``collector_registry`` receives the ``scorer_reflector_*`` metrics (a private one if
     None); ``on_invalid(resource, raw, message)`` is told of each malformed
     object (once per resourceVersion); ``delays``: every reflector's waits
     before trying again, and the restart backoff of a crashed one.
     """
 
-    def __init__(self, client: ApiClient, *, registry: CollectorRegistry | None = None,
+    def __init__(self, client: ApiClient, *, collector_registry: CollectorRegistry | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
                  on_invalid: InvalidCallback | None = None, resources: tuple[str, ...] = DEFAULT_RESOURCES,
                  delays: RetryDelays = DEFAULT_DELAYS) -> None:
         unknown = [name for name in resources if name not in RESOURCES]
         if unknown or not resources:
             raise ValueError(f"unknown resources {unknown or list(resources)}: expected some of {sorted(RESOURCES)}")
-        self.metrics = ReflectorMetrics(registry)
+        self.metrics = ReflectorMetrics(collector_registry)
         self.delays = delays
         self.reflectors: dict[str, Reflector] = {}
         previous: Reflector | None = None

@@ -31,7 +31,7 @@ real cluster (reference §7, §8.1):
 
   ``scorer_events_total{result}`` counts written, aggregated, dropped and
   failed Events (a failed series patch counts as failed too), in the
-  registry given (the app's; without one it is exported nowhere).
+  collector registry given (the app's; without one it is exported nowhere).
 * ``write_pod_condition``: a strategic-merge patch of ``pods/status`` with
   ``PodScheduled`` and ``nominatedNodeName`` (set when preemption nominated a
   node, cleared with null when asked with ``""``, untouched when None), sent only
@@ -155,7 +155,7 @@ class ApiWriter:
     def __init__(self, client: ApiClient, *, events_client: ApiClient | None = None,
                  controller: str = "default-scheduler",
                  instance: str | None = None, limits: EventLimits = EventLimits(),
-                 registry: CollectorRegistry | None = None, max_pods: int = DEFAULT_MAX_PODS,
+                 collector_registry: CollectorRegistry | None = None, max_pods: int = DEFAULT_MAX_PODS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         # Events go through their own client (its own token bucket), as kube-scheduler's do: a burst of
@@ -178,7 +178,7 @@ class ApiWriter:
         self._dropping = False
         events = Counter("scorer_events", "Events regarding pods: written, aggregated into the series of an "
                          "identical one, dropped by the rate limits, or failed.", ["result"],
-                         registry=registry)
+                         registry=collector_registry)
         self._written, self._aggregated, self._dropped, self._failed = (
             events.labels(result) for result in ("written", "aggregated", "dropped", "failed"))
 

@@ -29,7 +29,7 @@ in this order and stop in the reverse one:
    ``--no-scheduling`` (an extender only: nothing is bound).
 
 Standbys keep their caches warm and serve the probes; only the leader
-schedules. HTTP: ``/metrics`` (the app's one registry), ``/healthz``,
+schedules. HTTP: ``/metrics`` (the app's one collector registry), ``/healthz``,
 ``/livez``, ``/readyz`` (``scorer.service.health``); with
 ``--extender-profile``, kube-scheduler's extender verbs (``scorer.extender``);
 ``/configz``, ``/debug/queue`` (and ``/debug/extender``) only with
@@ -308,7 +308,7 @@ def create_app(service: Service) -> web.Application:
     if options.extender_profile:
         extender = Extender(asm.frameworks[options.extender_profile], asm.cache, asm.sources,
                             keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
-        extender_http.add_routes(app, extender, asm.metrics.registry, options.extender_prefix,
+        extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
                                  body_timeout=options.http_timeout, debug=options.enable_debug_endpoints)
     app[EXTENDER_KEY] = extender
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
@@ -407,7 +407,7 @@ async def _scheduling_loop(app: web.Application) -> AsyncIterator[None]:
 
 # -- HTTP -------------------------------------------------------------------------------
 async def _metrics(request: web.Request) -> web.Response:
-    body = exposition.render(request.app[ASSEMBLY_KEY].metrics.registry)
+    body = exposition.render(request.app[ASSEMBLY_KEY].metrics.collector_registry)
     return web.Response(body=body, headers={"Content-Type": exposition.CONTENT_TYPE})
 
 

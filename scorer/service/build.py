@@ -83,7 +83,7 @@ def build_service(options: ServiceOptions) -> Service:
         return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT, timeout=timeout)
 
     api, events = client(), client()
-    writer = ApiWriter(api, events_client=events, registry=metrics.registry,
+    writer = ApiWriter(api, events_client=events, collector_registry=metrics.collector_registry,
                        controller=config.profiles[0].scheduler_name if config.profiles else "default-scheduler")
     asm = assemble(options.config, writer, registry=registry, metrics=metrics, seed=options.seed,
                    metrics_snapshot=snapshot)
@@ -94,10 +94,10 @@ def build_service(options: ServiceOptions) -> Service:
         elector_client = client(timeout=election.renew_deadline.total_seconds())
         clients.append(elector_client)
         try:
-            elector = LeaderElector.from_config(elector_client, election, registry=metrics.registry)
+            elector = LeaderElector.from_config(elector_client, election, collector_registry=metrics.collector_registry)
         except ValueError as exc:
             raise ConfigError([("leaderElection", str(exc))], options.config) from None
-    source = ApiSource(api, registry=metrics.registry)
+    source = ApiSource(api, collector_registry=metrics.collector_registry)
     service = Service(asm, source, options, elector=elector, clients=clients, source_status=source.status,
                       finalizers=[writer.flush_series])
     if elector is not None:

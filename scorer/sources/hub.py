@@ -9,7 +9,7 @@ plugin reads, for ``scorer explain``.
 The assembly creates one hub per app and passes it to every framework as
 ``Handle.sources``; plugins reach it with ``source_hub(handle)``
 (``scorer.plugins.helper.metricreader``), which never creates one. The hub's
-telemetry registers into the app's ``SchedulerMetrics`` registry, so one
+telemetry registers into the app's ``SchedulerMetrics`` collector registry, so one
 ``SchedulerMetrics`` carries one hub at a time (a second one is an error;
 ``close()`` the first to replace it).
 """
@@ -153,7 +153,7 @@ class Binding:
 
 class SourceHub:
     """The metric sources of one app: a snapshot's static sources, or Prometheus sources refreshed in the
-    background; their telemetry goes into ``metrics.registry`` (a private ``SchedulerMetrics`` if none)."""
+    background; their telemetry goes into ``metrics.collector_registry`` (a private ``SchedulerMetrics`` if none)."""
 
     #: Unmatched snapshot node names a warning shows (it always gives the count).
     WARN_UNMATCHED_SHOWN = 5
@@ -170,15 +170,15 @@ class SourceHub:
         self.snapshot = snapshot
         self.clock = clock
         self.loaded_at = clock()
-        # Telemetry registers into the app's one registry (a private one when used alone, as in tests).
+        # Telemetry registers into the app's one collector registry (a private one when used alone, as in tests).
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
-        self.registry = self.metrics.registry
+        self.collector_registry = self.metrics.collector_registry
         self.sources: dict[str, MetricsSource] = {}
         self._by_spec: dict[PrometheusSpec, PrometheusSource] = {}
         self.bindings: list[Binding] = []
         self.in_flight = InFlightTracker()
         self.warnings: list[str] = []
-        self.telemetry = SourceTelemetry(self.registry, lambda: list(self.sources.values()),
+        self.telemetry = SourceTelemetry(self.collector_registry, lambda: list(self.sources.values()),
                                          lambda: [n.name for n in self.nodes()], clock)
 
     # -- sources -------------------------------------------------------------------
@@ -294,7 +294,7 @@ class SourceHub:
         await asyncio.gather(*(s.stop() for s in self._by_spec.values()))
 
     def close(self) -> None:
-        """Take the telemetry out of the app's registry, so another hub can register (after ``stop``)."""
+        """Take the telemetry out of the app's collector registry, so another hub can register (after ``stop``)."""
         self.telemetry.unregister()
 
     def readiness(self) -> tuple[bool, dict[str, str]]:

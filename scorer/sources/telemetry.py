@@ -2,13 +2,14 @@
 
 Counters and histograms are updated by the refreshers and the plugins;
 gauges that depend on the current time (value age, nodes without data) are
-computed when the registry is collected, so they are never stale
+computed when the collector registry is collected, so they are never stale
 themselves. Label values are bounded: ``source`` is a configured source,
 ``kind`` one of ``ERROR_KINDS``, ``plugin`` a configured plugin, ``state``
 one of ``STATES``, ``policy`` one of ``POLICIES``, ``bound`` oldest/newest.
 
-The families live in the app's one registry (``SchedulerMetrics.registry``),
-registered once: a second ``SourceTelemetry`` on the same registry is an
+The families live in the app's one collector registry
+(``SchedulerMetrics.collector_registry``), registered once: a second
+``SourceTelemetry`` on the same collector registry is an
 error naming the cause, not prometheus_client's "Duplicated timeseries".
 """
 
@@ -37,41 +38,41 @@ POLICIES: tuple[str, ...] = ON_MISSING
 
 
 class SourceTelemetry:
-    """The ``scorer_metrics_*`` metrics, registered in ``registry``."""
+    """The ``scorer_metrics_*`` metrics, registered in ``collector_registry``."""
 
-    def __init__(self, registry: CollectorRegistry, sources: Callable[[], Sequence[MetricsSource]],
+    def __init__(self, collector_registry: CollectorRegistry, sources: Callable[[], Sequence[MetricsSource]],
                  node_names: Callable[[], Iterable[str]], clock: Callable[[], float] = time.time) -> None:
-        self.registry = registry
+        self.collector_registry = collector_registry
         try:
             self.refresh_duration = Histogram(
                 "scorer_metrics_source_refresh_duration_seconds",
                 "Duration of one refresh of a metrics source (the bulk query and its mapping to nodes).",
-                ["source"], registry=registry, buckets=REFRESH_BUCKETS)
+                ["source"], registry=collector_registry, buckets=REFRESH_BUCKETS)
         except ValueError:  # prometheus_client: "Duplicated timeseries in CollectorRegistry"
-            raise ValueError("this registry already holds the scorer_metrics_* families of another SourceHub: "
-                             "an app has one SourceHub per SchedulerMetrics (share it, or close() the first "
-                             "before creating another)") from None
+            raise ValueError("this collector registry already holds the scorer_metrics_* families of another "
+                             "SourceHub: an app has one SourceHub per SchedulerMetrics (share it, or close() the "
+                             "first before creating another)") from None
         self.errors = Counter(
             "scorer_metrics_source_errors",
             "Failed refreshes of a metrics source, by kind of failure.",
-            ["source", "kind"], registry=registry)
+            ["source", "kind"], registry=collector_registry)
         self.queries = Counter(
             "scorer_metrics_source_queries",
             "PromQL queries sent to Prometheus by a metrics source.",
-            ["source"], registry=registry)
+            ["source"], registry=collector_registry)
         self.policy_nodes = Counter(
             "scorer_metrics_policy_nodes",
             "Nodes a metrics-driven plugin scored or filtered under its data policy because their value "
             "was stale, missing or not fetched yet (one count per node per scheduling cycle).",
-            ["plugin", "state", "policy"], registry=registry)
+            ["plugin", "state", "policy"], registry=collector_registry)
         self._policy_children: dict[tuple[str, ...], Counter] = {}  # labelled children of policy_nodes
         self._gauges = _SourceGauges(sources, node_names, clock)
-        registry.register(self._gauges)
+        collector_registry.register(self._gauges)
 
     def unregister(self) -> None:
-        """Remove every family from the registry (the hub is closed)."""
+        """Remove every family from the collector registry (the hub is closed)."""
         for collector in (self.refresh_duration, self.errors, self.queries, self.policy_nodes, self._gauges):
-            self.registry.unregister(collector)
+            self.collector_registry.unregister(collector)
 
     def count_policy(self, plugin: str, state: str, policy: str, nodes: int) -> None:
         """``nodes`` nodes of ``plugin`` in ``state`` got ``policy`` this cycle (both from fixed sets)."""
