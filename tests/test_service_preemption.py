@@ -84,20 +84,26 @@ def test_a_high_priority_pod_preempts_exactly_the_chosen_victim_and_is_bound(pla
         cluster.delete_all_nodes()
 
 
+def fill_node(cluster: Cluster, namespace: str, scheduler: str, node: str, victims: list[str]) -> None:
+    """``namespace``, the PriorityClasses low (1) and urgent (1000), and ``node`` filled by ``victims``:
+    one cpu each, priority low, bound to it."""
+    cluster.ensure_namespace(namespace)
+    for name, value in (("low", 1), ("urgent", 1000)):
+        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
+                     ok=(200, 201, 409))
+    cluster.create_all([node_manifest(node, cpu=str(len(victims)))])
+    cluster.create_all([pod_manifest(name, namespace=namespace, scheduler=scheduler, cpu="1",
+                                     spec={"nodeName": node, "priorityClassName": "low"}) for name in victims])
+
+
 def test_a_preemptor_whose_victims_take_5_s_to_go_preempts_once(plane, tmp_path):
     # Nine victims on one node, deleted with their own grace period: with no kubelet they stay
     # terminating until the test removes them, 5 s later. Each victim gets one Preempted Event, the
     # metrics count one attempt, and the preemptor is bound to its nominated node once they are gone.
     cluster = Cluster(plane)
     namespace, scheduler, node = "preempt-once", "scorer-once", "once-a"
-    cluster.ensure_namespace(namespace)
-    for name, value in (("low", 1), ("urgent", 1000)):
-        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
-                     ok=(200, 201, 409))
-    cluster.create_all([node_manifest(node, cpu="9")])
     victims = [f"victim-{i}" for i in range(9)]
-    cluster.create_all([pod_manifest(name, namespace=namespace, scheduler=scheduler, cpu="1",
-                                     spec={"nodeName": node, "priorityClassName": "low"}) for name in victims])
+    fill_node(cluster, namespace, scheduler, node, victims)
     # The test removes the victims one by one: the first removal requeues the preemptor, which must not
     # try again before the last one is gone (an attempt that waits for terminating victims counts, as in
     # kube-scheduler): its backoff, 10 s from its attempt, outlasts the 5 s.
@@ -140,13 +146,7 @@ def test_a_preemptor_retried_before_its_victims_deletion_is_written_waits_for_it
     # retries the preemptor meanwhile: it waits for the victim it chose instead of preempting it again.
     cluster = Cluster(plane)
     namespace, scheduler, node = "preempt-held", "scorer-held", "held-a"
-    cluster.ensure_namespace(namespace)
-    for name, value in (("low", 1), ("urgent", 1000)):
-        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
-                     ok=(200, 201, 409))
-    cluster.create_all([node_manifest(node, cpu="1")])
-    cluster.create_all([pod_manifest("victim", namespace=namespace, scheduler=scheduler, cpu="1",
-                                     spec={"nodeName": node, "priorityClassName": "low"})])
+    fill_node(cluster, namespace, scheduler, node, ["victim"])
     held = proxy.add(method="DELETE", path=f"/namespaces/{namespace}/pods/victim$", delay=8.0)
     path = scheduler_config(tmp_path / "held.yaml", scheduler)
     proc = ScorerProcess(tmp_path, path, proxy.write_kubeconfig(tmp_path / "proxy.kubeconfig"), name="scorer-held")
