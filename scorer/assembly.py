@@ -133,6 +133,7 @@ def assemble(
         on_unschedulable=metrics.unschedulable_changed,
     )
     recorder = BufferedRecorder(cluster, capacity=event_buffer)
+    recorder.deletions_given_up.append(cache.forget_deletion)  # the victim stays: no longer assumed deleted
     scheduler = Scheduler(
         cache,
         frameworks,

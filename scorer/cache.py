@@ -49,6 +49,14 @@ class ClusterCache:
     ``(pod, None)`` when a counted pod stops counting (forgotten, deleted,
     terminal). Pods that arrive bound (``add_pod``: the initial list, a
     re-list) are not placements: their load is in the metrics already.
+
+    A pod preemption chose as a victim is *assumed deleted* (``assume_deleted``)
+    as soon as its deletion is enqueued, before the cluster shows it
+    terminating: ``is_deleting`` says so from then on, so that the preemptor's
+    next attempt waits for it instead of preempting again. The pod still counts
+    on its node, as it does until it is gone. The cluster's own state
+    supersedes the mark (an update with a deletionTimestamp, or the pod
+    removed); ``forget_deletion`` undoes it when the deletion is given up.
     """
 
     def __init__(self) -> None:
@@ -65,6 +73,8 @@ class ClusterCache:
         # with VolumeBinding's assumed PVs and PVCs.
         self.volumes = VolumeObjects()
         self.assumed: set[str] = set()
+        # Keys of the victims whose deletion is enqueued and not yet seen (see the class docstring).
+        self.assumed_deletions: set[str] = set()
         # Pods whose node is not in the table (seen before it, or it was deleted), by node name.
         self._waiting: dict[str, dict[str, Pod]] = {}
         # Nodes that counted a request of _SMALL or more: their totals are checked in full.
@@ -136,6 +146,8 @@ class ClusterCache:
             self.remove_pod(pod)
             return
         key, node_name = pod.key, pod.node_name
+        if pod.deleting:
+            self.assumed_deletions.discard(key)  # the cluster shows it terminating now
         table = self.table
         row = table.index.get(node_name)
         if row is not None:
@@ -186,6 +198,7 @@ class ClusterCache:
         self.pod_node.pop(pod.key, None)
         self.pods.pop(pod.key, None)
         self.assumed.discard(pod.key)
+        self.assumed_deletions.discard(pod.key)
         if node_name is not None and old is not None:
             self._uncount(old, node_name)
             for listener in self.placement_listeners:
@@ -216,6 +229,20 @@ class ClusterCache:
 
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed
+
+    def assume_deleted(self, pod: Pod) -> None:
+        """Preemption enqueued the deletion of ``pod``, a counted pod: it is terminating as far as
+        ``is_deleting`` tells, until the cluster shows its real state or ``forget_deletion``."""
+        if pod.key in self.pod_node:
+            self.assumed_deletions.add(pod.key)
+
+    def forget_deletion(self, pod: Pod) -> None:
+        """The deletion of ``pod`` was given up: it is no longer assumed terminating."""
+        self.assumed_deletions.discard(pod.key)
+
+    def is_deleting(self, pod: Pod) -> bool:
+        """``pod`` is terminating: it has a deletionTimestamp, or its deletion is assumed."""
+        return pod.deleting or pod.key in self.assumed_deletions
 
     def add_namespace(self, namespace: Namespace) -> None:
         self.namespaces[namespace.name] = namespace

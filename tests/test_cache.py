@@ -201,3 +201,33 @@ def test_an_overflowing_pod_waiting_for_its_node_is_refused_when_the_node_arrive
         cache.add_node(make_node("late"))
     assert cache.node("late") is not None
     assert set(cache.pods) == {"default/a"}
+
+
+def test_a_victim_is_assumed_deleted_until_the_cluster_shows_its_state():
+    cache = ClusterCache()
+    cache.add_node(make_node("n", cpu="4"))
+    victim = make_pod("v", cpu="1", node_name="n")
+    cache.add_pod(victim)
+    assert not cache.is_deleting(victim)
+    cache.assume_deleted(make_pod("unknown", node_name="n"))  # not counted: nothing to assume
+    assert cache.assumed_deletions == set()
+    cache.assume_deleted(victim)
+    assert cache.is_deleting(victim)
+    assert cache.table.requested[0, PODS] == 1  # it still counts until it is gone
+    # An update that is not the deletion (written before it) keeps the mark.
+    relabelled = attrs.evolve(victim, labels={"app": "web"})
+    cache.add_pod(relabelled)
+    assert cache.is_deleting(relabelled)
+    # The cluster shows it terminating: its own flag says so from now on.
+    terminating = attrs.evolve(relabelled, deleting=True)
+    cache.add_pod(terminating)
+    assert cache.assumed_deletions == set() and cache.is_deleting(terminating)
+    # Gone: nothing is left behind.
+    cache.assume_deleted(terminating)
+    cache.remove_pod(terminating)
+    assert cache.assumed_deletions == set()
+    # Given up: the pod is not terminating after all.
+    cache.add_pod(victim)
+    cache.assume_deleted(victim)
+    cache.forget_deletion(victim)
+    assert not cache.is_deleting(victim)

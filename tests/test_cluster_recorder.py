@@ -259,17 +259,21 @@ async def test_a_failed_deletion_is_tried_again_in_order_and_given_up_after_a_bo
     sink, pauses = FlakySink(), Pauses()
     recorder = BufferedRecorder(sink, sleep=pauses)
     victim, other = make_pod("victim"), make_pod("other")
+    given_up: list = []
+    recorder.deletions_given_up.append(given_up.append)
     sink.failing_deletes = 2
     recorder.delete_pod(victim)
     recorder.record(other, "Normal", "Scheduled", "Binding", "after")
     await recorder.flush()
     assert sink.written == [("delete", "default/victim"), ("event", "default/other", "Scheduled", "after")]
-    assert recorder.failed == 2 and recorder.pending_deletions == 0
-    # A deletion failing every time is given up after PREEMPTION_ATTEMPTS tries; the drain goes on.
+    assert recorder.failed == 2 and recorder.pending_deletions == 0 and given_up == []
+    # A deletion failing every time is given up after PREEMPTION_ATTEMPTS tries (the listeners hear of
+    # it); the drain goes on.
     sink.down = True
     recorder.delete_pod(victim)
     await recorder.flush()
     assert recorder.failed == 2 + PREEMPTION_ATTEMPTS and recorder.pending_deletions == 0 and recorder.pending == 0
+    assert given_up == [victim]
 
 
 async def test_a_full_buffer_still_takes_deletions_while_the_drain_is_paused():

@@ -11,9 +11,12 @@ import attrs
 import numpy as np
 from schedkit import build
 
+from scorer.cluster.recorder import PREEMPTION_ATTEMPTS
 from scorer.explain import explain_pod
 from scorer.framework import CycleState, NodeBatch
+from scorer.framework.events import EVENT_FORCE_ACTIVATE
 from scorer.model import LabelSelector, LoadedObjects, PodDisruptionBudget
+from scorer.plugins.defaultpreemption import MSG_PREFIX, MSG_TERMINATING
 from scorer.queue import Nominator, SchedulingQueue
 from scorer.simulate import simulate
 from scorer.testing import make_node, make_pod, schedule_pending
@@ -149,6 +152,62 @@ def test_a_budget_sends_preemption_to_the_node_it_allows():
     asm.queue.flush_backoff_completed(1e9)
     asyncio.run(schedule_pending(asm.scheduler))
     assert cluster.pods["default/urgent"].node_name == "n2"
+
+
+def retry(asm):
+    """The preemptor back in the active queue at once (an event, its backoff over)."""
+    asm.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE)
+    asm.queue.flush_backoff_completed(1e9)
+
+
+async def test_a_preemptor_retried_before_its_victims_deletion_is_written_waits_for_them():
+    # The victims' deletions are enqueued, not yet written (a busy recorder), when the preemptor is
+    # retried: the victims count as terminating already, so it waits for them (kube's eligibility)
+    # instead of preempting them a second time.
+    victims = [pod(f"low-{i}", "1", 1, "n1") for i in range(3)]
+    asm, cluster = build(None, [make_node("n1", cpu="3")], [*victims, pod("high", "3", 10)])
+    scheduler = asm.scheduler
+    first = scheduler.schedule_one()
+    assert (first.pod.name, first.outcome) == ("high", "unschedulable")
+    assert scheduler.recorder.pending_deletions == 3 and len(cluster.pods) == 4
+    retry(asm)
+    second = scheduler.schedule_one()
+    assert (second.pod.name, second.outcome) == ("high", "unschedulable")
+    assert second.message.endswith(MSG_PREFIX + MSG_TERMINATING)
+    assert scheduler.recorder.pending_deletions == 3
+    await scheduler.recorder.flush()
+    assert cluster.preempted == [v.key for v in victims]
+    preempted = [e.pod for e in cluster.events if e.reason == "Preempted"]
+    assert sorted(preempted) == [v.key for v in victims]  # one Event per victim
+    retry(asm)
+    await schedule_pending(scheduler)
+    assert cluster.pods["default/high"].node_name == "n1"
+    metrics = asm.metrics
+    assert metrics.preemption_victims._sum.get() == 3
+    assert metrics.registry.get_sample_value("scheduler_preemption_victims_count") == 1
+    # Every PostFilter run is an attempt (kube's deferred PreemptionAttempts.Inc()): the wait was one.
+    assert metrics.registry.get_sample_value("scheduler_preemption_attempts_total") == 2
+
+
+async def test_a_victim_whose_deletion_is_given_up_is_preempted_again():
+    asm, cluster = build(None, [make_node("n1", cpu="1")], [pod("low", "1", 1, "n1"), pod("high", "1", 10)])
+    scheduler = asm.scheduler
+    refused = []
+
+    async def refuse(victim):
+        refused.append(victim.key)
+        raise RuntimeError("refused")
+
+    cluster.delete_pod = refuse
+    scheduler.schedule_one()
+    assert asm.cache.is_deleting(cluster.pods["default/low"])
+    await scheduler.recorder.flush()
+    assert refused == ["default/low"] * PREEMPTION_ATTEMPTS
+    assert not asm.cache.is_deleting(cluster.pods["default/low"])  # still there, not terminating
+    retry(asm)
+    scheduler.schedule_one()  # preempts again: nothing else would make room
+    assert scheduler.recorder.pending_deletions == 1
+    assert asm.metrics.registry.get_sample_value("scheduler_preemption_victims_count") == 2
 
 
 def test_explain_shows_the_nomination_without_deleting_anything():

@@ -8,6 +8,8 @@ rather than blocking the cycle; kube's event broadcaster drops the same way.
 Preemption's writes (``delete_pod`` of a victim, ``clear_nominated_node``)
 are never dropped: a preemptor waits for its victims to go. They are written
 in order with the rest, by the writer's ``delete_pod`` / ``clear_nominated_node``.
+A victim whose deletion is given up is told to ``deletions_given_up`` (the
+cache stops assuming it deleted).
 Each buffer entry is one kind of write (``_Event``, ``_Condition``,
 ``_Deletion``, ``_NominationClearing``) or a ``_Forget``; the drain dispatches
 on its type.
@@ -137,6 +139,7 @@ class BufferedRecorder:
         self._dropping = False
         self._buffer: collections.deque[_Entry] = collections.deque()
         self.pending_deletions = 0  # victims enqueued and not yet deleted
+        self.deletions_given_up: list[Callable[[Pod], None]] = []  # called with each victim given up
         self._lock = asyncio.Lock()  # one drain at a time keeps the writes in order
         self._wake: asyncio.Event | None = None
         self._repeats = RepeatLog(log)
@@ -245,6 +248,8 @@ class BufferedRecorder:
             self._buffer.appendleft(again)
         elif isinstance(entry, _Deletion):
             self.pending_deletions -= 1  # given up
+            for listener in self.deletions_given_up:
+                listener(entry.pod)
         beyond = self._failures_in_a_row - BACKOFF_AFTER
         if beyond >= 0:
             await self._sleep(min(MIN_PAUSE * 2 ** min(beyond, 10), MAX_PAUSE))

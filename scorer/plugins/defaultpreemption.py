@@ -3,7 +3,8 @@ evicting lower-priority pods (kube's ``defaultpreemption``, reference §9).
 
 When no node passed Filter, for a pod that may preempt (``preemptionPolicy``
 is not ``Never``; and if it is already nominated to a node where a
-lower-priority pod is terminating, it waits for that pod instead):
+lower-priority pod is terminating, it waits for that pod instead; a victim
+counts as terminating from the moment its deletion is enqueued, see 4.):
 
 1. Potential nodes: those whose Filter status was not
    UnschedulableAndUnresolvable (removing pods cannot help the others).
@@ -24,7 +25,11 @@ lower-priority pod is terminating, it waits for that pod instead):
    each node's highest-priority victims; then the first.
 4. Prepare: every victim is deleted (enqueued on the recorder, written in
    order by the cluster writer, no I/O in the cycle) with a ``Preempted``
-   Event ("Preempted by pod <uid> on node <node>"); a victim waiting at
+   Event ("Preempted by pod <uid> on node <node>"). kube's DELETE is done
+   when its cycle ends; here the write comes later, so the cache assumes the
+   deletion at once (``ClusterCache.assume_deleted``): a retry of the
+   preemptor before the cluster shows the victims terminating waits for them
+   as kube's does, instead of preempting them again. A victim waiting at
    Permit is rejected; lower-priority pods nominated to that node lose their
    nomination. The pod is nominated to the node (the cycle records it in the
    queue's nominator and in ``status.nominatedNodeName``) and retried when
@@ -145,16 +150,18 @@ class DefaultPreemption:
         return select_candidate(candidates), Status()
 
     def eligible(self, pod: Pod, nominated: str, statuses: Mapping[str, Status]) -> tuple[bool, str]:
-        """kube's PodEligibleToPreemptOthers."""
+        """kube's PodEligibleToPreemptOthers; a pod whose deletion the cache assumes (a victim
+        of an earlier preemption, its deletion not yet seen) is terminating."""
         if pod.preemption_policy == "Never":
             return False, MSG_POLICY_NEVER
         if nominated:
             status = statuses.get(nominated)
             if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return True, ""
-            table = self.handle.cache.table
-            row = table.index.get(nominated)
-            if row is not None and any(p.deleting and p.priority < pod.priority for p in table.pods[row].values()):
+            cache = self.handle.cache
+            row = cache.table.index.get(nominated)
+            if row is not None and any(p.priority < pod.priority and cache.is_deleting(p)
+                                       for p in cache.table.pods[row].values()):
                 return False, MSG_TERMINATING
         return True, ""
 
@@ -236,12 +243,14 @@ class DefaultPreemption:
 
     # -- side effects -------------------------------------------------------------------------
     def prepare_candidate(self, candidate: Candidate, pod: Pod) -> None:
-        """kube's PrepareCandidate: delete the victims (with their Preempted Events), reject
-        the ones waiting at Permit, clear lower-priority nominations on the node."""
+        """kube's PrepareCandidate: delete the victims (with their Preempted Events; each assumed
+        deleted in the cache until the cluster shows it), reject the ones waiting at Permit, clear
+        lower-priority nominations on the node."""
         recorder = self.handle.recorder
         for victim in candidate.victims:
             if recorder is not None:
                 recorder.delete_pod(victim)
+                self.handle.cache.assume_deleted(victim)
             waiting = self.handle.waiting_pods.get(victim.key)
             if waiting is not None:
                 waiting.reject(NAME, "preempted")
