@@ -184,9 +184,9 @@ async def test_a_preemptor_retried_before_its_victims_deletion_is_written_waits_
     assert cluster.pods["default/high"].node_name == "n1"
     metrics = asm.metrics
     assert metrics.preemption_victims._sum.get() == 3
-    assert metrics.registry.get_sample_value("scheduler_preemption_victims_count") == 1
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_victims_count") == 1
     # Every PostFilter run is an attempt (kube's deferred PreemptionAttempts.Inc()): the wait was one.
-    assert metrics.registry.get_sample_value("scheduler_preemption_attempts_total") == 2
+    assert metrics.collector_registry.get_sample_value("scheduler_preemption_attempts_total") == 2
 
 
 async def test_a_victim_whose_deletion_is_given_up_is_preempted_again():
@@ -207,7 +207,7 @@ async def test_a_victim_whose_deletion_is_given_up_is_preempted_again():
     retry(asm)
     scheduler.schedule_one()  # preempts again: nothing else would make room
     assert scheduler.recorder.pending_deletions == 1
-    assert asm.metrics.registry.get_sample_value("scheduler_preemption_victims_count") == 2
+    assert asm.metrics.collector_registry.get_sample_value("scheduler_preemption_victims_count") == 2
 
 
 def test_explain_shows_the_nomination_without_deleting_anything():
