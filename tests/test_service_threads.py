@@ -3,7 +3,8 @@
 ``scorer.__main__`` (the ``scorer`` command and ``python -m scorer``) sets ``OPENBLAS_NUM_THREADS``,
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` to 1 where unset, before numpy loads, so OpenBLAS starts
 no worker thread; ``serve`` gives the event loop an executor of ``WORKER_THREADS`` threads. The
-process-level tests count the threads in ``/proc/<pid>/task`` (Linux).
+process-level tests count the threads in ``/proc/<pid>/task`` (Linux). Only subprocesses import
+``scorer.__main__``: importing it here would set the variables in this process, for every later test.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 import pytest
 from servicekit import ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
-from scorer.__main__ import NUMERIC_THREAD_VARIABLES
 from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
 from scorer.registry import build_registry
@@ -28,14 +28,17 @@ from scorer.service.options import ServiceOptions
 from scorer.service.run import WORKER_THREADS, serve
 from scorer.testing import make_node
 
+NUMERIC_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc (Linux)")
 
-# What the entry point leaves behind once numpy is loaded: its threads and the variables it sees.
+# What the entry point leaves behind once numpy is loaded: its threads, the variables' names and values.
 ENTRY_POINT_PROBE = """
 import os
 import scorer.__main__
 import numpy
-print(len(os.listdir("/proc/self/task")), *(os.environ[name] for name in scorer.__main__.NUMERIC_THREAD_VARIABLES))
+names = scorer.__main__.NUMERIC_THREAD_VARIABLES
+print(len(os.listdir("/proc/self/task")), ",".join(names), *(os.environ[name] for name in names))
 """
 
 
@@ -46,10 +49,13 @@ def clean_env(**variables: str) -> dict[str, str]:
 
 
 def probe_entry_point(env: dict[str, str]) -> list[str]:
+    """The number of threads, then the variables' values, of a process that imported the entry point."""
     result = subprocess.run([sys.executable, "-c", ENTRY_POINT_PROBE], env=env, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
-    return result.stdout.split()
+    threads, names, *values = result.stdout.split()
+    assert tuple(names.split(",")) == NUMERIC_THREAD_VARIABLES
+    return [threads, *values]
 
 
 @pytest.mark.parametrize("variables", [{}, {"OMP_NUM_THREADS": "16"}, {"OPENBLAS_NUM_THREADS": ""}],
