@@ -20,8 +20,10 @@ FROM ${PYTHON_IMAGE}
 # PYTHONMALLOC=malloc: small objects from glibc's malloc, not Python's arenas, so that what pod churn
 # allocated goes back to the system once the pods are gone (README, "Faults": after 3 minutes of churn at
 # 365 pods/s, RSS 117 MB above idle with the default allocator, 10 MB with this one).
+# One thread for numpy's BLAS and OpenMP (README, "Threads"): scorer makes no call that uses more, and their
+# default, one thread per core of the node, only spins (the `scorer` command sets the same where unset).
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    PYTHONMALLOC=malloc
+    PYTHONMALLOC=malloc OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # The numeric uid/gid the Deployment's securityContext runs as (runAsUser: 10001).
 RUN groupadd --system --gid 10001 scorer \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin scorer

@@ -1,6 +1,24 @@
-"""``python -m scorer``: the ``scorer`` command."""
+"""``python -m scorer`` and the ``scorer`` command (setup.cfg's console script): the numerical libraries'
+threads bounded, then ``scorer.cli.main``.
 
-from scorer.cli import main
+OpenBLAS (numpy's wheels) starts its worker threads when numpy loads it, one per core of the machine (of
+the node, not of a pod's CPU limit) unless a variable says otherwise: 15 workers on a 16-core
+control-plane node; MKL and OpenMP size their pools the same way. scorer makes no call that uses them
+(its numpy work is elementwise over the node table, no matrix product), and they are not free: each
+spins when started. So each of
+``NUMERIC_THREAD_VARIABLES`` that is unset or empty is set to 1 here, before anything imports numpy, for
+this process and the processes it starts (the bench's ``scorer run``); a value the user set is kept.
+"""
+
+import os
+
+NUMERIC_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+for _variable in NUMERIC_THREAD_VARIABLES:
+    if not os.environ.get(_variable):
+        os.environ[_variable] = "1"
+
+from scorer.cli import main  # noqa: E402 - after the variables: scorer.cli imports numpy
 
 if __name__ == "__main__":
     raise SystemExit(main())

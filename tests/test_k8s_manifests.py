@@ -330,6 +330,17 @@ def test_the_deployment_args_extend_the_images_command(container) -> None:
     assert str(PORT) in " ".join(rest for op, rest in stages[-1]["instructions"] if op == "EXPOSE")
 
 
+def test_the_image_and_the_deployment_give_numpy_one_thread(container) -> None:
+    # As the scorer command does where they are unset (tests/test_service_threads.py), written out where
+    # an operator reads and changes them.
+    one_each = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    _, stages = dockerfile_stages()
+    image_env = dict(item.partition("=")[::2] for op, rest in stages[-1]["instructions"] if op == "ENV"
+                     for item in rest.split())
+    assert one_each.items() <= image_env.items()
+    assert one_each.items() <= {e["name"]: e.get("value") for e in container.get("env", [])}.items()
+
+
 def test_the_image_installs_the_plugins_the_configuration_enables(scheduler_config) -> None:
     registry = build_registry()
     enabled = {p["name"] for profile in scheduler_config["profiles"]
@@ -419,7 +430,7 @@ def test_the_builder_stage_builds_the_wheels_from_the_build_context(tmp_path) ->
         names = wheel.namelist()
         assert "scorer/data/demo-config.yaml" in names
         entry_points = wheel.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert re.search(r"^scorer = scorer\.cli:main$", entry_points, re.M)  # the image's ENTRYPOINT
+    assert re.search(r"^scorer = scorer\.__main__:main$", entry_points, re.M)  # the image's ENTRYPOINT
     for plugin in ("scorer_loadaware", "scorer_networktraffic"):
         with zipfile.ZipFile(built[plugin]) as wheel:
             text = wheel.read(next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))).decode()

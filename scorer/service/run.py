@@ -30,6 +30,11 @@ What a client can hold is bounded by ``http_timeout`` (``ServiceOptions``,
 
 With TLS, a connection that never completes its handshake is closed by
 asyncio after 60 s.
+
+The event loop's default executor (the host-name lookups of aiohttp's
+resolver, the Prometheus sources' queries) is ``WORKER_THREADS`` threads,
+set before the application starts: asyncio's own default is sized by the core
+count (min(32, cores + 4)).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import asyncio
 import logging
 import signal
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
@@ -51,6 +57,10 @@ log = logging.getLogger("scorer.service")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INPUT = 2
+
+# What runs in threads is few at a time: a host-name lookup (aiohttp shares one per host) and one query per
+# Prometheus source. Enough that every source of a usual configuration fetches at once, whatever the cores.
+WORKER_THREADS = 8
 
 
 class ListenError(InputError):
@@ -76,6 +86,7 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
     options = service.options
     context = server_ssl_context(options)
     loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="scorer-worker"))
     runner = web.AppRunner(service.app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     try:
