@@ -18,6 +18,13 @@ describe state (``scheduler_pending_pods``, ``scheduler_cache_size``,
 ``scheduler_goroutines``) are computed when the collector registry is collected, from
 the callables given to ``watch``, so scheduling pays nothing for them.
 
+Counters whose label values are known in advance exist at 0 from the start
+(``scheduler_schedule_attempts_total`` per profile and result once
+``declare_profile`` ran, ``scorer_bind_results_total``), so that ``increase()``
+and ``rate()`` see their first increment. The process families (``process_*``,
+as Go's client exports them) come with every ``SchedulerMetrics``: kube-scheduler's
+dashboards build their instance list from ``process_cpu_seconds_total``.
+
 This module is a leaf: it imports only the package's version from scorer.
 """
 
@@ -25,10 +32,11 @@ from __future__ import annotations
 
 import platform
 import random
+import resource
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from scorer import __version__
@@ -59,6 +67,9 @@ BUCKETS_PREEMPTION_VICTIMS = exponential_buckets(1, 2, 7)  # B6
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 # scheduler_pod_scheduling_sli_duration_seconds{attempts}: "1".."14", then "15+".
 SLI_ATTEMPTS_LABELS = 15
+
+# scheduler_schedule_attempts_total{result}: the values scorer.cycle records.
+ATTEMPT_RESULTS = ("scheduled", "unschedulable", "error")
 
 # scorer_bind_results_total{result}: the Bind step's outcome.
 BIND_BOUND = "bound"  # the cluster accepted the binding
@@ -143,6 +154,8 @@ class SchedulerMetrics:
         self.build_info.labels(__version__, platform.python_version()).set(1)
         self._state = _StateCollector()
         reg.register(self._state)
+        ProcessCollector(registry=reg)
+        reg.register(_AddressSpaceLimit())
         # Labelled children by label values: labels() costs microseconds, a dict lookup does not.
         self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._point_children: dict[tuple[str, ...], Histogram] = {}
@@ -152,6 +165,12 @@ class SchedulerMetrics:
         self._sli_children: list[Histogram | None] = [None] * SLI_ATTEMPTS_LABELS  # by attempts - 1
         # Created now so that every result is exported (0) before the first binding.
         self._bind_children = {result: self.bind_results.labels(result) for result in BIND_RESULTS}
+
+    def declare_profile(self, profile: str) -> None:
+        """Export ``scheduler_schedule_attempts_total`` of ``profile`` at 0 for every result (the framework
+        of each profile calls it), so that the first attempt of each kind is an increase."""
+        for result in ATTEMPT_RESULTS:
+            self.schedule_attempts.labels(result, profile)
 
     def sample_plugins(self) -> bool:
         """Whether this cycle records per-plugin durations (about ``sample_percent`` % of cycles)."""
@@ -265,6 +284,20 @@ class _StateCollector:
         yield pending
         yield cache
         yield goroutines
+
+
+class _AddressSpaceLimit:
+    """``process_virtual_memory_max_bytes``, which Go's process collector has and prometheus_client's
+    has not: the soft limit on the address space, -1 when unlimited (as Go prints it)."""
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterator[Metric]:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        yield GaugeMetricFamily("process_virtual_memory_max_bytes",
+                                "Maximum amount of virtual memory available in bytes.",
+                                value=-1 if soft == resource.RLIM_INFINITY else soft)
 
 
 def labelled_child(children: dict[tuple[str, ...], M], family: M, labels: tuple[str, ...]) -> M:

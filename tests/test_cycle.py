@@ -347,7 +347,7 @@ def test_every_attempt_is_counted_in_the_scheduler_metrics():
     schedule = asm.metrics.collector_registry.get_sample_value
     while run_turn(asm) is not None:
         pass
-    for result, count in (("scheduled", 1.0), (UNSCHEDULABLE, 1.0), (ERROR, None)):
+    for result, count in (("scheduled", 1.0), (UNSCHEDULABLE, 1.0), (ERROR, 0.0)):  # error: 0 from the start
         labels = {"result": result, "profile": "default-scheduler"}
         assert schedule("scheduler_schedule_attempts_total", labels) == count
     labels = {"result": "scheduled", "profile": "default-scheduler"}

@@ -187,6 +187,7 @@ async def test_a_leader_that_cannot_renew_stops_exactly_at_the_renew_deadline() 
     assert leader.lost.is_set() and not leader.is_leader and leader.state() == "lost"
     assert collector_registry.get_sample_value("scorer_leader_election_is_leader", {"lease": "ns/lock"}) == 0
     assert collector_registry.get_sample_value("scorer_leader_election_transitions_total", {"lease": "ns/lock"}) == 1
+    assert collector_registry.get_sample_value("leader_election_master_status", {"name": "lock"}) == 0
 
 
 async def test_a_leader_that_sees_another_holder_stops_at_once() -> None:
@@ -325,6 +326,7 @@ async def test_one_leads_the_other_stands_by_and_takes_over_when_the_leader_dies
             assert first.is_leader and not second.is_leader
             is_leader = {"lease": "default/l-crash"}
             assert collector_registry.get_sample_value("scorer_leader_election_is_leader", is_leader) == 1
+            assert collector_registry.get_sample_value("leader_election_master_status", {"name": "l-crash"}) == 1
             await stop(first_task)  # a crash: no release, the lease stays until it expires
             await asyncio.wait_for(second.wait_until_leader(), 2.0 + 2.2 * 0.3 + 10)
             spec = lease(control_plane, "l-crash")

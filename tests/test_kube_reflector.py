@@ -24,6 +24,8 @@ from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.reflector import (
     GC_PAUSE,
+    RELIST_REASONS,
+    WATCH_RESTART_REASONS,
     Reflector,
     ReflectorMetrics,
     RetryDelays,
@@ -284,6 +286,11 @@ async def test_pages_are_listed_then_the_watch_starts_from_the_lists_version() -
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b"), ("add", "ns/c")]
     assert reflector.has_synced() and sorted(reflector.store) == ["ns/a", "ns/b", "ns/c"]
     assert sample(reflector.metrics.collector_registry, "scorer_reflector_lists_total", resource="pods") == 1
+    # Every re-list and watch-restart reason exists at 0 from the start: increase() sees the first one.
+    for family, reasons in (("relists", RELIST_REASONS), ("watch_restarts", WATCH_RESTART_REASONS)):
+        for reason in reasons:
+            assert reflector.metrics.collector_registry.get_sample_value(
+                f"scorer_reflector_{family}_total", {"resource": "pods", "reason": reason}) == 0, (family, reason)
 
 
 async def test_bookmarks_only_advance_the_resource_version() -> None:

@@ -4,6 +4,7 @@ through the in-memory scheduler and read back from the one collector registry.""
 from __future__ import annotations
 
 import platform
+import resource
 
 import pytest
 from prometheus_client import generate_latest
@@ -169,3 +170,21 @@ def test_state_gauges_have_no_samples_until_something_is_watched():
     counts["active"] = 5  # read when collected, not when watched
     assert metrics.collector_registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) == 5
     assert metrics.collector_registry.get_sample_value("scheduler_goroutines", {"operation": "binding"}) is None
+
+
+def test_attempt_counters_of_every_profile_and_result_exist_at_0_from_the_start():
+    asm, _ = build(None, [make_node("n1")], [])
+    for result in ("scheduled", "unschedulable", "error"):
+        assert value(asm, "scheduler_schedule_attempts_total", result=result, profile=PROFILE) == 0, result
+
+
+def test_the_process_families_are_go_clients():
+    """kube-scheduler's dashboards list instances by process_cpu_seconds_total; Go's process collector also
+    has process_virtual_memory_max_bytes (-1: unlimited)."""
+    registry = SchedulerMetrics().collector_registry
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+                 "process_start_time_seconds", "process_open_fds", "process_max_fds"):
+        assert registry.get_sample_value(name) is not None, name
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    assert registry.get_sample_value("process_virtual_memory_max_bytes") == (
+        -1 if soft == resource.RLIM_INFINITY else soft)

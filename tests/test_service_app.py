@@ -193,6 +193,20 @@ async def test_standby_does_not_schedule_until_it_leads(aiohttp_client):
     await wait_for(lambda: cluster.binds == 3)
 
 
+async def test_a_standby_counts_no_pending_pod_until_it_leads(aiohttp_client):
+    """Its queue holds every pending pod (warm caches), but only the leader's are counted: summed over the
+    replicas, each pending pod counts once."""
+    elector = FakeElector()
+    service, _, _ = make_service(pods=3, elector=elector)
+    client = await aiohttp_client(service.app())
+    await wait_for(lambda: len(service.asm.queue.pending_pods()) == 3)
+    text = await (await client.get("/metrics")).text()
+    assert 'scheduler_pending_pods{queue="active"} 0\n' in text
+    assert 'scheduler_pending_pods{queue="gated"} 0\n' in text
+    elector.grant()  # read before the loop (a task) can take a pod: the queue's own counts
+    assert service.asm.metrics.collector_registry.get_sample_value("scheduler_pending_pods", {"queue": "active"}) == 3
+
+
 async def test_losing_the_lease_stops_scheduling_and_exits_non_zero(aiohttp_client):
     elector = FakeElector()
     service, cluster, _ = make_service(pods=2, elector=elector)

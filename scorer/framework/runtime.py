@@ -344,17 +344,18 @@ class ScoreOutcome:
 
 
 def _extension_point(
-    point: str, key: str, status_of: Callable[[Any], Status]
+    point: str, status_of: Callable[[Any], Status]
 ) -> Callable[[Callable[Concatenate[Framework, P], R]], Callable[Concatenate[Framework, P], R]]:
     """Record the duration and status of every run of an extension point (one
-    ``perf_counter`` pair per run), when the framework has metrics and the point
-    (config ``key``) has plugins: an empty point takes no time worth a sample."""
+    ``perf_counter`` pair per run) when the framework has metrics, also of a point
+    without plugins: kube-scheduler times every point it runs (its dashboards show
+    Permit and PostBind of the default profile, which has no plugin there)."""
 
     def decorate(method: Callable[Concatenate[Framework, P], R]) -> Callable[Concatenate[Framework, P], R]:
         @functools.wraps(method)
         def run(self: Framework, /, *args: P.args, **kwargs: P.kwargs) -> R:
             metrics = self.handle.metrics
-            if metrics is None or not self.points.get(key):
+            if metrics is None:
                 return method(self, *args, **kwargs)
             start = time.perf_counter()
             result = method(self, *args, **kwargs)
@@ -377,6 +378,8 @@ class Framework:
         self.handle = handle
         if handle.framework is None:
             handle.framework = self
+        if handle.metrics is not None:
+            handle.metrics.declare_profile(self.profile_name)
         self.plugins: dict[str, Plugin] = {}
         self.points: dict[str, list[Plugin]] = {}
         # The distribution of every plugin not scorer's own, for the messages of its failures.
@@ -506,7 +509,7 @@ class Framework:
         return SUCCESS
 
     # -- filtering ---------------------------------------------------------------
-    @_extension_point(PRE_FILTER, "preFilter", lambda result: result[1])
+    @_extension_point(PRE_FILTER, lambda result: result[1])
     def run_pre_filter(self, state: CycleState, pod: Pod, batch: NodeBatch) -> tuple[frozenset[str] | None, Status]:
         """Returns the node names PreFilter narrowed the search to (None = all) and a status.
 
@@ -537,7 +540,7 @@ class Framework:
                 )
         return allowed, SUCCESS
 
-    @_extension_point(FILTER, "filter", lambda outcome: outcome.error or SUCCESS)
+    @_extension_point(FILTER, lambda outcome: outcome.error or SUCCESS)
     def run_filters(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray) -> FilterOutcome:
         """Run Filter plugins in order; a node rejected by one is not shown to the next."""
         sampled = state.record_plugin_metrics
@@ -680,7 +683,7 @@ class Framework:
                                     f'pod "{pod.key}": {status.message()}', plugin.name)
         return SUCCESS
 
-    @_extension_point(POST_FILTER, "postFilter", lambda result: result[1])
+    @_extension_point(POST_FILTER, lambda result: result[1])
     def run_post_filter(self, state: CycleState, pod: Pod,
                         statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
         messages = []
@@ -696,7 +699,7 @@ class Framework:
         return None, Status(Code.UNSCHEDULABLE, (", ".join(messages),) if messages else ())
 
     # -- scoring -----------------------------------------------------------------
-    @_extension_point(PRE_SCORE, "preScore", lambda status: status)
+    @_extension_point(PRE_SCORE, lambda status: status)
     def run_pre_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> Status:
         sampled = state.record_plugin_metrics
         for plugin in self.pre_score_plugins:
@@ -707,7 +710,7 @@ class Framework:
                 return status
         return SUCCESS
 
-    @_extension_point(SCORE, "score", lambda outcome: outcome.error or SUCCESS)
+    @_extension_point(SCORE, lambda outcome: outcome.error or SUCCESS)
     def run_score(self, state: CycleState, pod: Pod, batch: NodeBatch) -> ScoreOutcome:
         sampled = state.record_plugin_metrics
         skipped = state.skip_score_plugins
@@ -762,7 +765,7 @@ class Framework:
         return ScoreOutcome(tuple(results), totals, error)  # (not reached: ``highest`` is every plugin's maximum)
 
     # -- reserve, permit, binding ------------------------------------------------
-    @_extension_point(RESERVE, "reserve", lambda status: status)
+    @_extension_point(RESERVE, lambda status: status)
     def run_reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
         sampled = state.record_plugin_metrics
         for plugin in self.reserve_plugins:
@@ -771,7 +774,7 @@ class Framework:
                 return status
         return SUCCESS
 
-    @_extension_point(UNRESERVE, "reserve", lambda _: SUCCESS)
+    @_extension_point(UNRESERVE, lambda _: SUCCESS)
     def run_unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
         """Every Reserve plugin's Unreserve, in reverse order. One that fails is logged
         (plugin, pod, node) and the others still run, as in kube-scheduler."""
@@ -784,7 +787,7 @@ class Framework:
             if not status.is_success():
                 logger.error("%s (pod %s, node %s)", status.message(), pod.key, node)
 
-    @_extension_point(PERMIT, "permit", lambda result: result[0])
+    @_extension_point(PERMIT, lambda result: result[0])
     def run_permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status, float]:
         """Returns (status, wait timeout). Wait statuses are collected with the smallest timeout;
         the waiting plugins are registered in ``handle.waiting_pods`` for them to allow or reject."""
@@ -820,7 +823,7 @@ class Framework:
     async def _run_binding(self, point: str, key: str, method: str, state: CycleState, pod: Pod, node: str,
                            *, first_success: bool = False) -> Status:
         plugins = self.points.get(key, [])
-        metrics = self.handle.metrics if plugins else None
+        metrics = self.handle.metrics
         start = time.perf_counter() if metrics is not None else 0.0
         outcome = Status(Code.SKIP) if first_success else SUCCESS
         for plugin in plugins:

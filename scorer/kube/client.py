@@ -20,12 +20,25 @@ after its lease's renew deadline passed (paused, starved) therefore sends
 nothing. A write already on the wire when the deadline passes cannot be
 recalled; the API's own preconditions (the pod's UID, resourceVersions) stay
 the last line.
+
+**Metrics.** A client given ``RestClientMetrics`` counts what client-go
+counts, with its names, labels and buckets, so kube-scheduler's dashboards
+read scorer's API traffic: ``rest_client_requests_total{code,method,host}``
+for every request sent (``code`` "<error>" when no answer came), and
+``rest_client_request_duration_seconds{verb,url}`` for every ``request``
+(from before the token bucket to the end of the body, as client-go times
+it; a watch, ``stream``, is counted but not timed, as in client-go). ``url``
+is client-go's template of the request: the server and the path with the
+namespace and the object's name replaced (``.../namespaces/%7Bnamespace%7D/
+pods/%7Bname%7D/binding``) and every query value by ``%7Bvalue%7D``: a bounded set.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -33,11 +46,13 @@ import aiohttp
 import aiohttp.http_exceptions
 import attrs
 import orjson
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.errors import ScorerError
 from scorer.kube.config import ClusterAccess
 from scorer.kube.ratelimit import TokenBucket
 from scorer.logsummary import RepeatLog
+from scorer.metrics import exponential_buckets, labelled_child
 
 log = logging.getLogger("scorer.kube.client")
 
@@ -47,6 +62,14 @@ DEFAULT_BURST = 100
 DEFAULT_TIMEOUT = 30.0
 # A Kubernetes object can be about 1.5 MB; aiohttp's default buffer fails lines over 512 KiB.
 READ_BUFSIZE = 2**21
+
+
+# client-go's rest_client_request_duration_seconds buckets.
+REQUEST_DURATION_BUCKETS = exponential_buckets(0.001, 2, 10)
+NO_ANSWER = "<error>"  # client-go's code label of a request that got no response
+# The parts of client-go's URL template (finalURLTemplate), escaped as Go's url.String() writes them.
+_NAMESPACE, _NAME, _VALUE = "%7Bnamespace%7D", "%7Bname%7D", "%7Bvalue%7D"
+_NAMED_SUBRESOURCES = frozenset({"finalize", "status"})  # /$RESOURCE/$NAME/status, not /namespaces/$NS/$RESOURCE
 
 
 class ApiUnavailable(ScorerError):
@@ -82,6 +105,54 @@ class ApiResponse:
 
 # What a failed transport raises in aiohttp (LineTooLong, a line over 2 * READ_BUFSIZE, is an HttpProcessingError).
 _TRANSPORT_ERRORS = (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError)
+
+
+class RestClientMetrics:
+    """client-go's ``rest_client_*`` request families in ``collector_registry`` (one per app, shared by
+    its clients); labelled children are kept by label values, so a request pays two dict lookups."""
+
+    def __init__(self, collector_registry: CollectorRegistry) -> None:
+        self.requests = Counter("rest_client_requests",
+                                "Number of HTTP requests, partitioned by status code, method, and host.",
+                                ["code", "method", "host"], registry=collector_registry)
+        self.duration = Histogram("rest_client_request_duration_seconds",
+                                  "Request latency in seconds. Broken down by verb and URL.",
+                                  ["verb", "url"], buckets=REQUEST_DURATION_BUCKETS, registry=collector_registry)
+        self._requests: dict[tuple[str, ...], Counter] = {}
+        self._durations: dict[tuple[str, ...], Histogram] = {}
+
+    def count(self, code: str, method: str, host: str) -> None:
+        labelled_child(self._requests, self.requests, (code, method, host)).inc()
+
+    def observe(self, verb: str, url: str, seconds: float) -> None:
+        labelled_child(self._durations, self.duration, (verb, url)).observe(seconds)
+
+
+def url_template(path: str, params: Mapping[str, str] | None = None) -> str:
+    """client-go's ``finalURLTemplate`` of a request path and its query parameters: after ``/api/v1``
+    or ``/apis/GROUP/VERSION``, the namespace and the object's name replaced by ``{namespace}`` and
+    ``{name}``, every query value by ``{value}`` (keys sorted), braces escaped; a path outside
+    ``/api`` and ``/apis`` is ``/{prefix}``."""
+    segments = path.split("/")
+    if len(segments) < 2 or segments[1] not in ("api", "apis"):
+        return "/%7Bprefix%7D"
+    index = 3 if segments[1] == "api" else 4  # the first segment after the group and version
+    tail = len(segments) - index
+    if tail == 2:  # $RESOURCE/$NAME
+        segments[index + 1] = _NAME
+    elif tail == 3:  # $RESOURCE/$NAME/status, else namespaces/$NAMESPACE/$RESOURCE
+        segments[index + 1] = _NAME if segments[index + 2] in _NAMED_SUBRESOURCES else _NAMESPACE
+    elif tail == 4:  # namespaces/$NAMESPACE/$RESOURCE/$NAME
+        segments[index + 1] = _NAMESPACE
+        if segments[index + 3] not in _NAMED_SUBRESOURCES:
+            segments[index + 3] = _NAME
+    elif tail == 5:  # namespaces/$NAMESPACE/$RESOURCE/$NAME/$SUBRESOURCE
+        segments[index + 1] = _NAMESPACE
+        segments[index + 3] = _NAME
+    template = "/".join(segments)
+    if params:
+        template += "?" + "&".join(f"{urllib.parse.quote_plus(key)}={_VALUE}" for key in sorted(params))
+    return template
 
 
 class ApiStream:
@@ -124,8 +195,10 @@ class ApiClient:
 
     def __init__(self, access: ClusterAccess, *, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST,
                  timeout: float = DEFAULT_TIMEOUT, user_agent: str = "scorer",
-                 fence: Callable[[], bool] | None = None) -> None:
+                 fence: Callable[[], bool] | None = None, metrics: RestClientMetrics | None = None) -> None:
         self.access = access
+        self.metrics = metrics
+        self._host = urllib.parse.urlsplit(access.server).netloc  # the host label
         self.fence = fence  # asked before each write; False: not sent (FencedWrite)
         self.fenced = 0  # writes not sent because of the fence
         self.bucket = TokenBucket(qps, burst)
@@ -144,6 +217,7 @@ class ApiClient:
 
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
                       content_type: str = "application/json") -> ApiResponse:
+        start = time.perf_counter()
         await self.bucket.acquire()
         if self.fence is not None and method not in WRITE_FREE_METHODS and not self.fence():
             self.fenced += 1
@@ -156,13 +230,20 @@ class ApiClient:
             data = orjson.dumps(body)
             headers["Content-Type"] = content_type
         self.requests += 1
+        code = NO_ANSWER
         try:
             async with self._open().request(method, self.access.server + path, data=data, params=params,
                                             headers=headers, ssl=self._ssl if self._ssl is not None else True
                                             ) as response:
+                code = str(response.status)
                 return ApiResponse(response.status, await response.read(), dict(response.headers))
         except _TRANSPORT_ERRORS as error:
             raise _unavailable(f"{method} {self.access.server}{path}", error) from None
+        finally:
+            if self.metrics is not None:
+                self.metrics.count(code, method, self._host)
+                self.metrics.observe(method, self.access.server + url_template(path, params),
+                                     time.perf_counter() - start)
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
@@ -185,7 +266,11 @@ class ApiClient:
                                                   headers=headers, timeout=timeout,
                                                   ssl=self._ssl if self._ssl is not None else True)
         except _TRANSPORT_ERRORS as error:
+            if self.metrics is not None:
+                self.metrics.count(NO_ANSWER, method, self._host)
             raise _unavailable(what, error) from None
+        if self.metrics is not None:
+            self.metrics.count(str(response.status), method, self._host)
         try:
             yield ApiStream(response, what)
         finally:

@@ -33,7 +33,9 @@ one leads (schedules), the others stand by with warm caches.
 
 Metrics: ``scorer_leader_election_is_leader{lease}`` (1 while leading) and
 ``scorer_leader_election_transitions_total{lease}`` (times this process
-became leader), ``lease`` being ``namespace/name``, registered in the
+became leader), ``lease`` being ``namespace/name``; and client-go's
+``leader_election_master_status{name}`` (1 while leading, 0 otherwise; ``name``
+the Lease's name, as kube-scheduler's dashboards select it), registered in the
 collector registry given (the app's; without one they are kept but exported nowhere).
 """
 
@@ -159,6 +161,11 @@ class LeaderElector:
         self._transitions = Counter("scorer_leader_election_transitions",
                                     "Times this process became leader of the lease.",
                                     ["lease"], registry=collector_registry).labels(lease)
+        self._master_status = Gauge("leader_election_master_status",
+                                    "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+                                    "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+                                    "Please make sure to group by name.",
+                                    ["name"], registry=collector_registry).labels(name)
         self._is_leader_gauge.set(0)
 
     @classmethod
@@ -391,6 +398,7 @@ class LeaderElector:
         self.lost.clear()
         self._led.set()
         self._is_leader_gauge.set(1)
+        self._master_status.set(1)
         self._transitions.inc()
         log.info("acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
         if self.on_started_leading is not None:
@@ -400,6 +408,7 @@ class LeaderElector:
         self._leading = False
         self._led.clear()
         self._is_leader_gauge.set(0)
+        self._master_status.set(0)
         if self.on_stopped_leading is not None:
             _call(self.on_stopped_leading)
 

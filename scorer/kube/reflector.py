@@ -128,6 +128,10 @@ WATCH_SETTLE = 1.0
 FAILURE_LOG_INTERVAL = 120.0
 
 InvalidCallback = Callable[[str, Mapping[str, Any], str], None]
+# The reason labels of scorer_reflector_relists_total and scorer_reflector_watch_restarts_total: every
+# one is exported at 0 from the reflector's start, so that increase() sees the first re-list or restart.
+RELIST_REASONS = ("gone", "error")
+WATCH_RESTART_REASONS = ("timeout", "closed", "error", "gone")
 
 
 class ReflectorMetrics:
@@ -364,6 +368,10 @@ class Reflector:
         self._invalid_count = self.metrics.invalid_objects.labels(name)
         self._handler_errors = self.metrics.handler_errors.labels(name)
         self._last_sync = self.metrics.last_sync.labels(name)
+        for reason in RELIST_REASONS:
+            self.metrics.relists.labels(name, reason)
+        for reason in WATCH_RESTART_REASONS:
+            self.metrics.watch_restarts.labels(name, reason)
 
     # -- status
 

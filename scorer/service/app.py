@@ -29,7 +29,8 @@ in this order and stop in the reverse one:
    ``--no-scheduling`` (an extender only: nothing is bound).
 
 Standbys keep their caches warm and serve the probes; only the leader
-schedules. HTTP: ``/metrics`` (the app's one collector registry), ``/healthz``,
+schedules (and counts its queue in ``scheduler_pending_pods``: ``standby_pending``).
+HTTP: ``/metrics`` (the app's one collector registry), ``/healthz``,
 ``/livez``, ``/readyz`` (``scorer.service.health``); with
 ``--extender-profile``, kube-scheduler's extender verbs (``scorer.extender``);
 ``/configz``, ``/debug/queue`` (and ``/debug/extender``) only with
@@ -298,6 +299,7 @@ def create_app(service: Service) -> web.Application:
         reflector.on_invalid = service.on_invalid_object
     if service.elector is not None:
         service.elector.on_stopped_leading = service.lost_leadership
+        asm.metrics.watch(pending=standby_pending(asm.queue.pending_counts, service.elector))
     for endpoint in service.health_endpoints():
         endpoint.add_routes(app)
     app.router.add_get("/metrics", _metrics)
@@ -314,6 +316,15 @@ def create_app(service: Service) -> web.Application:
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
                             _leader_elector, _scheduling_loop])
     return app
+
+
+def standby_pending(counts: Callable[[], Mapping[str, int]], elector: Elector) -> Callable[[], Mapping[str, int]]:
+    """``scheduler_pending_pods`` of a replica under leader election: its queue's ``counts`` while it
+    leads, 0 per queue while it stands by. A standby's event handlers fill its queue with every pending
+    pod (kube-scheduler 1.20's do too), but it schedules none of them: kube-scheduler with
+    ``delayCacheUntilActive`` has an empty queue there, which is what this reports, so that a sum over
+    the replicas counts each pending pod once."""
+    return lambda: counts() if elector.is_leader else dict.fromkeys(counts(), 0)
 
 
 def _reflectors(source: ClusterSource) -> Mapping[str, Any]:

@@ -11,6 +11,8 @@
   volume updates); Events (a flood of Events cannot hold up bindings); the
   leader elector (its renewals never wait behind either, and time out within
   ``renewDeadline``). All send the user agent ``scorer/<version>``.
+* The clients count their requests in client-go's ``rest_client_*`` families
+  (``RestClientMetrics``, one for the three, in the app's collector registry).
 * With leader election, the leader's writes are fenced: the first client
   (bindings, preemption deletes, status and volume writes) and the
   scheduling loop ask the elector's ``is_leader`` before each write and each
@@ -32,7 +34,7 @@ from scorer import __version__
 from scorer.assembly import assemble
 from scorer.config import SchedulerConfig, load_and_resolve
 from scorer.errors import ConfigError, InputError
-from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient
+from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient, RestClientMetrics
 from scorer.kube.config import ClusterAccess, KubeConfigError, default_kubeconfig_path, in_cluster, load_kubeconfig
 from scorer.kube.leader import LeaderElector
 from scorer.kube.source import ApiSource
@@ -78,9 +80,11 @@ def build_service(options: ServiceOptions) -> Service:
     access = resolve_access(options, config)
     connection = config.client_connection
     metrics = SchedulerMetrics()
+    rest_metrics = RestClientMetrics(metrics.collector_registry)
 
     def client(timeout: float = DEFAULT_TIMEOUT) -> ApiClient:
-        return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT, timeout=timeout)
+        return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT, timeout=timeout,
+                         metrics=rest_metrics)
 
     api, events = client(), client()
     writer = ApiWriter(api, events_client=events, collector_registry=metrics.collector_registry,
