@@ -168,7 +168,9 @@ def test_every_family_kube_scheduler_has_is_scorers_or_a_documented_difference(s
             problems.append(f"{name}: {our_kind}, kube-scheduler's is a {kind}")
         if our_labels and our_labels != labels:  # (a labelled family without samples shows no label names)
             problems.append(f"{name}: labels {sorted(our_labels)}, kube-scheduler's {sorted(labels)}")
-        if our_bounds != bounds and name not in differences:
+        # (nor buckets: the plugin durations are sampled in 10% of the cycles, a run may have none;
+        # tests/test_exposition.py holds their bounds to the ones kube-scheduler 1.20.2 prints)
+        if our_bounds and our_bounds != bounds and name not in differences:
             problems.append(f"{name}: buckets {our_bounds}, kube-scheduler's {bounds}")
     assert problems == []
     # The documented bucket change is real (else the table is stale).
