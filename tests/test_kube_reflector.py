@@ -32,6 +32,7 @@ from scorer.kube.reflector import (
     WatchError,
     retry_after,
 )
+from scorer.model import pod_from_dict
 from scorer.tasks import Backoff
 
 kube = pytest.mark.kube
@@ -303,6 +304,23 @@ async def test_bookmarks_only_advance_the_resource_version() -> None:
     assert recorder.events == []
     collector_registry = reflector.metrics.collector_registry
     assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="closed") == 1
+
+
+async def test_a_bind_of_a_listed_pod_is_applied_to_it_and_anything_else_decoded_in_full() -> None:
+    pending = pod_json("web", "5")
+    bound = {**pending, "metadata": {**pending["metadata"], "resourceVersion": "6"},
+             "spec": {**pending["spec"], "nodeName": "n1"}, "status": {"phase": "Pending"}}
+    relabelled = {**bound, "metadata": {**bound["metadata"], "resourceVersion": "7", "labels": {"a": "b"}}}
+    client = FakeClient([page([pending], "5")], [FakeStream(lines=(line("MODIFIED", bound),
+                                                                   line("MODIFIED", relabelled)))])
+    reflector, recorder = fake_reflector(client), Recorder()
+    await settle(client, reflector, recorder)
+    assert recorder.of("ns/web") == [("add", "ns/web"), ("update", "ns/web"), ("update", "ns/web")]
+    assert reflector.store["ns/web"] == pod_from_dict(relabelled)
+    reflector.store["ns/web"] = listed = pod_from_dict(pending)
+    reflector.apply_event({"type": "MODIFIED", "object": bound})
+    applied = reflector.store["ns/web"]
+    assert applied == pod_from_dict(bound) and applied.requests is listed.requests  # not decoded again
 
 
 def test_apply_event_reports_errors_and_unknown_types() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ from scorer.model import (
     aggregate_container_requests,
     load_objects,
     pod_from_dict,
+    pod_update_from_dict,
 )
 
 # --------------------------------------------------------------------------
@@ -731,3 +733,64 @@ def test_pod_preemption_policy_errors(value: Any, message: str) -> None:
     with pytest.raises(ModelError) as info:
         pod_from_dict({"metadata": {"name": "p"}, "spec": {"preemptionPolicy": value}})
     assert str(info.value) == f"Pod default/p: {message}"
+
+
+def _bound(obj: dict[str, Any], node: str = "n1", version: str = "8") -> dict[str, Any]:
+    """``obj`` as kube-apiserver returns it once bound: nodeName set in its place, a PodScheduled
+    condition, a new resourceVersion."""
+    spec = {**{k: v for k, v in obj["spec"].items() if k != "priority"}, "nodeName": node,
+            "priority": obj["spec"]["priority"]}
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}, "spec": spec,
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}}
+
+
+def _pending() -> dict[str, Any]:
+    ports = [{"containerPort": 80, "hostPort": 8080}]
+    obj = pod_dict(containers=[container(requests={"cpu": "250m", "memory": "64Mi"}, ports=ports)],
+                   tolerations=[{"key": "k", "operator": "Exists"}], schedulerName="default-scheduler", priority=7)
+    obj["metadata"].update(uid="u1", resourceVersion="5", labels={"app": "web"}, annotations={"a": "b"},
+                           creationTimestamp="2026-01-02T03:04:05Z")
+    obj["status"] = {"phase": "Pending"}
+    return obj
+
+
+def test_a_binding_is_applied_to_the_pending_pod_as_a_full_decode_would() -> None:
+    pending = pod_from_dict(_pending())
+    bound = _bound(_pending())
+    updated = pod_update_from_dict(pending, bound)
+    full = pod_from_dict(bound)
+    assert updated is not None
+    assert updated == full and updated.node_name == "n1" and updated.resource_version == "8"
+    assert (updated.requests, updated.non_zero_cpu, updated.non_zero_memory, updated.host_ports) == (
+        full.requests, full.non_zero_cpu, full.non_zero_memory, full.host_ports)
+    assert pending.bind_digest and not updated.bind_digest and not full.bind_digest
+    # A status change of a pending pod (its nominated node) keeps the digest for its binding.
+    nominated = {**_pending(), "status": {"phase": "Pending", "nominatedNodeName": "n2"}}
+    again = pod_update_from_dict(pending, nominated)
+    assert again == pod_from_dict(nominated) and again is not None and again.bind_digest == pending.bind_digest
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda obj: obj["metadata"].update(labels={"app": "db"}),
+        lambda obj: obj["metadata"].update(annotations={}),
+        lambda obj: obj["metadata"].update(uid="u2"),
+        lambda obj: obj["metadata"].update(deletionTimestamp="2026-01-02T03:04:06Z"),
+        lambda obj: obj["spec"].update(tolerations=[]),
+        lambda obj: obj["spec"]["containers"][0]["resources"]["requests"].update(cpu="1"),
+        lambda obj: obj.update(status={"phase": 3}),  # malformed: the full decode names it
+        lambda obj: obj.update(spec=None),
+    ],
+)
+def test_any_other_change_is_left_to_the_full_decode(change: Callable[[dict[str, Any]], None]) -> None:
+    pending = pod_from_dict(_pending())
+    bound = _bound(_pending())
+    change(bound)
+    assert pod_update_from_dict(pending, bound) is None
+
+
+def test_pods_built_or_decoded_bound_carry_no_digest() -> None:
+    bound = pod_from_dict(_bound(_pending()))
+    assert pod_update_from_dict(bound, _bound(_pending(), node="n2", version="9")) is None
+    assert pod_update_from_dict(Pod(name="web", uid="u1"), _bound(_pending())) is None

@@ -721,11 +721,13 @@ class Reflector:
         self._last_sync.set(time.time())
 
     def _apply_change(self, key: str, raw: Mapping[str, Any]) -> None:
-        obj = self._decode(key, raw)
-        if obj is None:
-            return
-        handlers = self._require_handlers()
         old = self.store.get(key)
+        obj = self._update(key, old, raw) if old is not None and self.resource.update is not None else None
+        if obj is None:
+            obj = self._decode(key, raw)
+            if obj is None:
+                return
+        handlers = self._require_handlers()
         self.store[key] = obj
         if old is None:
             self._deliver(handlers.add, key, obj)
@@ -746,6 +748,14 @@ class Reflector:
                                  error=error)
             return None
         if self._invalid:
+            self._invalid.pop(key, None)
+        return obj
+
+    def _update(self, key: str, old: Any, raw: Mapping[str, Any]) -> Any:
+        """The resource's cheaper decode of a new version of ``old`` (a pod scorer bound), or None."""
+        assert self.resource.update is not None
+        obj = self.resource.update(old, raw)
+        if obj is not None and self._invalid:
             self._invalid.pop(key, None)
         return obj
 

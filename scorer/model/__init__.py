@@ -37,6 +37,7 @@ from scorer.model.decode import (
     object_name,
     parse_node_affinity,
     pod_from_dict,
+    pod_update_from_dict,
     storage_from_dict,
     workload_from_dict,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "parse_int64",
     "parse_node_affinity",
     "pod_from_dict",
+    "pod_update_from_dict",
     "pod_requests",
     "storage_from_dict",
     "workload_from_dict",

@@ -50,9 +50,12 @@ The field readers are in ``scorer.model.decode_fields``, selectors and affinity 
 from __future__ import annotations
 
 import functools
+import hashlib
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+
+import orjson
 
 from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, expected, join_path, printable, quote
@@ -134,6 +137,7 @@ __all__ = [
     "object_name",
     "parse_node_affinity",
     "pod_from_dict",
+    "pod_update_from_dict",
     "storage_from_dict",
     "workload_from_dict",
 ]
@@ -353,9 +357,50 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         resource_version=_str(meta, "resourceVersion", "metadata"),
         creation_timestamp=_timestamp(meta, "creationTimestamp", "metadata"),
         start_time=_timestamp(status, "startTime", "status"),
+        bind_digest=b"" if spec.get("nodeName") else bind_digest(spec, meta),
     )
     _check_totals(pod)
     return pod
+
+
+# The metadata fields _pod reads besides the name, namespace and resourceVersion.
+_DIGEST_METADATA = ("uid", "labels", "annotations", "ownerReferences", "deletionTimestamp", "creationTimestamp")
+
+
+def bind_digest(spec: Mapping[str, Any], meta: Mapping[str, Any]) -> bytes:
+    """A digest of what ``_pod`` reads of a pod but its ``spec.nodeName``, its resourceVersion and its
+    status: what binding it (kube-apiserver sets ``spec.nodeName``, the PodScheduled condition, a new
+    resourceVersion) leaves as it was. Empty when the values are not JSON (a manifest's odd YAML):
+    ``pod_update_from_dict`` then decodes in full."""
+    try:
+        data = orjson.dumps([{k: v for k, v in spec.items() if k != "nodeName"},
+                             [meta.get(field) for field in _DIGEST_METADATA]])
+    except orjson.JSONEncodeError:
+        return b""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def pod_update_from_dict(old: Pod, obj: Mapping[str, Any]) -> Pod | None:
+    """The new version ``obj`` of the unassigned pod ``old`` built from ``old`` when it changed only in
+    ``spec.nodeName``, its status and resourceVersion (its binding, a nominatedNodeName), None otherwise
+    (``pod_from_dict`` then decodes it in full). A watch delivers every pod scorer binds twice, pending then
+    bound: the second time costs a digest, not a decode."""
+    meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status") or _EMPTY
+    if (not old.bind_digest or not isinstance(meta, Mapping) or not isinstance(spec, Mapping)
+            or not isinstance(status, Mapping) or bind_digest(spec, meta) != old.bind_digest):
+        return None
+    try:
+        node_name = _str(spec, "nodeName", "spec")
+        return old.with_status(
+            node_name=node_name,
+            phase=_str(status, "phase", "status"),
+            nominated_node_name=_str(status, "nominatedNodeName", "status"),
+            resource_version=_str(meta, "resourceVersion", "metadata"),
+            start_time=_timestamp(status, "startTime", "status"),
+            bind_digest=b"" if node_name else old.bind_digest,
+        )
+    except FieldError:
+        return None  # the full decode names the field
 
 
 def _check_totals(pod: Pod) -> None:
