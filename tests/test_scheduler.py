@@ -242,7 +242,24 @@ async def test_a_crashed_background_task_is_logged_and_makes_the_scheduler_unhea
     with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
         await until(lambda: asm.scheduler.failure is not None)
     assert asm.scheduler.failure == "event-recorder: RuntimeError: drain broke"
-    assert "background task event-recorder crashed" in caplog.text
+    assert "task event-recorder crashed: RuntimeError: drain broke" in caplog.text
+    assert not asm.scheduler.healthy(max_silence=60.0)
+    await asm.scheduler.stop()
+    await loop
+
+
+async def test_a_background_task_that_returns_makes_the_scheduler_unhealthy(caplog, monkeypatch):
+    asm, _ = build(None, [make_node("n1")], [])
+
+    async def give_up():
+        return None
+
+    monkeypatch.setattr(asm.queue, "run", give_up)
+    loop = asyncio.create_task(asm.scheduler.run())
+    with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
+        await until(lambda: asm.scheduler.failure is not None)
+    assert asm.scheduler.failure == "queue-flush: ended"
+    assert "task queue-flush ended unexpectedly" in caplog.text
     assert not asm.scheduler.healthy(max_silence=60.0)
     await asm.scheduler.stop()
     await loop
