@@ -205,11 +205,12 @@ class Scheduler:
                                  seconds=seconds)
 
     def _cycle_crashed(self, qpi: QueuedPodInfo, fwk: Framework, exc: Exception) -> CycleReport:
-        fwk.handle.waiting_pods.pop(qpi.pod.key, None)
-        self.cache.forget(qpi.pod)
+        """End the flight of a pod whose scheduling cycle raised, wherever it stopped (no Unreserve:
+        whether Reserve ran is not known)."""
         result = ScheduleResult(pod=qpi.pod, profile=fwk.profile_name, num_all_nodes=len(self.cache.table),
                                 status=Status())
-        return self.cycle.fail(qpi, fwk, result, Status.error(f"{type(exc).__name__}: {exc}"), self.cycle.timer())
+        return self.cycle.end_flight(qpi, fwk, result, Status.error(f"{type(exc).__name__}: {exc}"),
+                                     self.cycle.timer(), waiting=True, forget=True)
 
     # -- binding tasks --------------------------------------------------------------
     @property
@@ -239,14 +240,15 @@ class Scheduler:
             return False
 
     def _guarded(self, name: str, handler: Callable[..., None], attempt: Attempt, *args: Any) -> None:
-        """Run a binding task's clean-up; if that fails too, still end the pod's flight."""
+        """Run a binding task's clean-up; if that fails too, still end the pod's flight: forgotten and
+        requeued, nothing else (what failed may be anything the clean-up does)."""
         try:
             handler(attempt, *args)
-        except Exception:
+        except Exception as exc:
             log.exception("cleaning up binding task %s failed", name)
-            self.cache.forget(attempt.pod)
-            self.queue.add_unschedulable_if_not_present(attempt.qpi, unschedulable_plugins=(), error=True)
-            self.queue.done(attempt.pod.key)
+            self.cycle.end_flight(attempt.qpi, attempt.framework, attempt.result,
+                                  Status.error(f"{type(exc).__name__}: {exc}"), attempt.started, forget=True,
+                                  record=False, observe=False, report=False)
 
     async def wait_for_bindings(self) -> None:
         """Wait until every binding task started so far has ended."""
