@@ -70,7 +70,7 @@ class SchedulingQueue:
     leaves (-1, however it leaves) the unschedulable pool, with its
     schedulerName and rejector plugins (for ``scheduler_unschedulable_pods``).
     ``release_memory`` is called by ``run`` after churn, once nothing changed
-    for ``quiet_period`` seconds (see the module docstring; None: never).
+    for ``quiet_period`` seconds (``scorer.queue.quiet``; None: never).
     Times are in seconds of ``clock``.
 
     Pool reactions, per method:
