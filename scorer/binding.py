@@ -7,9 +7,10 @@ API does not hold up the scheduling of others.
 
 On success: the ``Scheduled`` Event, the attempt counted (with the pod's
 scheduling SLI and attempt count), PostBind. The cache learns of the binding
-from the cluster source (the bound pod confirms the assumed one). On failure:
-Unreserve, forget the assumed pod, an ``AssignedPodDelete`` event for the pods
-its resources may now fit, and then:
+from the cluster source (the bound pod confirms the assumed one). On failure
+(``SchedulingCycle.end_flight`` ends the pod's flight): Unreserve, forget the
+assumed pod, an ``AssignedPodDelete`` event for the pods its resources may now
+fit, and:
 
 * a binding the cluster refused for good (a Bind plugin's
   ``BindConflictStatus``: the API's 404 or 409, the pod gone, re-created,
@@ -36,8 +37,7 @@ import asyncio
 import collections
 import logging
 
-from scorer.cycle import ERROR, NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
-from scorer.framework.events import EVENT_ASSIGNED_POD_DELETE
+from scorer.cycle import NO_NODE_AVAILABLE_MSG, SCHEDULED, Attempt, CycleReport, SchedulingCycle
 from scorer.framework.status import Code, Status
 from scorer.metrics import BIND_BOUND, BIND_CONFLICT, BIND_ERROR
 from scorer.plugins.defaultbinder import is_bind_conflict
@@ -89,11 +89,10 @@ class BindingSlots:
 
 
 class BindingCycle:
-    """Binds the Attempts of one scheduler; shares its cache, queue, recorder and metrics."""
+    """Binds the Attempts of one scheduler; shares its queue, recorder and metrics (its cycle's)."""
 
     def __init__(self, cycle: SchedulingCycle) -> None:
         self.cycle = cycle
-        self.cache = cycle.cache
         self.queue = cycle.queue
         self.recorder = cycle.recorder
         self.metrics = cycle.metrics
@@ -140,42 +139,30 @@ class BindingCycle:
             self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, node, SCHEDULED))
         return True
 
-    def _failed(self, attempt: Attempt, status: Status, *, bind: bool = False) -> bool:
-        """Undo the assumption and requeue; ``bind``: the failure is the Bind step's (kube's message then
-        starts ``binding rejected: ``; a PreBind error keeps the ``running PreBind plugin`` message)."""
-        fwk, pod, node = attempt.framework, attempt.pod, attempt.node
-        fwk.run_unreserve(attempt.state, pod, node)
-        self.cache.forget(pod)
-        if is_bind_conflict(status):
-            return self._conflict(attempt, status)
-        if status.is_rejected():
+    def _failed(self, attempt: Attempt, status: Status, *, bind: bool = False, waiting: bool = False) -> bool:
+        """End the pod's flight after a failure of its binding cycle (the module docstring says how);
+        ``bind``: the failure is the Bind step's (kube's message then starts ``binding rejected: ``; a
+        PreBind error keeps the ``running PreBind plugin`` message); ``waiting``: the pod may still wait
+        at Permit."""
+        result, conflict = attempt.result, is_bind_conflict(status)
+        if conflict:
+            ended = Status(Code.ERROR, (f"binding rejected: {status.message()}",), status.plugin)
+        elif status.is_rejected():
             # A Permit rejection or timeout: kube reports it as a FitError over that one node.
             message = f"{NO_NODE_AVAILABLE_MSG.format(1)}: {status.message()}."
-            attempt.result.unschedulable_plugins = frozenset({status.plugin} - {""})
-            attempt.result.message = message
-            self.cycle.fail(attempt.qpi, fwk, attempt.result, Status(Code.UNSCHEDULABLE, (message,), status.plugin),
-                            attempt.started)
-            # After the requeue, as kube defers it, so the event is not one the pod saw in flight.
-            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
-            return False
-        # The forgotten pod freed its node's resources: other pods may fit there now.
-        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
-        message = status.message() or "binding failed"
-        error = Status(Code.ERROR, (f"binding rejected: {message}" if bind else message,), status.plugin)
-        self.cycle.fail(attempt.qpi, fwk, attempt.result, error, attempt.started)
-        return False
-
-    def _conflict(self, attempt: Attempt, status: Status) -> bool:
-        """The cluster refused the binding for good: end the flight, do not requeue."""
-        fwk, pod = attempt.framework, attempt.pod
-        self.queue.done(pod.key)
-        message = f"binding rejected: {status.message()}"
-        log.debug("binding of pod %s to node %s refused (%s); not retried: the cluster shows what became of "
-                  "the pod", pod.key, attempt.node, status.message())
-        # The forgotten pod freed its node's resources: other pods may fit there now.
-        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
-        self.cycle.observe(ERROR, fwk, attempt.started)
-        self.cycle.report(CycleReport(pod, fwk.profile_name, attempt.result, None, ERROR, message))
+            result.unschedulable_plugins = frozenset({status.plugin} - {""})
+            result.message = message
+            ended = Status(Code.UNSCHEDULABLE, (message,), status.plugin)
+        else:
+            message = status.message() or "binding failed"
+            ended = Status(Code.ERROR, (f"binding rejected: {message}" if bind else message,), status.plugin)
+        # The forgotten pod freed its node's resources: other pods may fit there now (frees_node).
+        self.cycle.end_flight(attempt.qpi, attempt.framework, result, ended, attempt.started, waiting=waiting,
+                              state=attempt.state, forget=True, requeue=not conflict, frees_node=True,
+                              record=not conflict)
+        if conflict:
+            log.debug("binding of pod %s to node %s refused (%s); not retried: the cluster shows what became of "
+                      "the pod", attempt.pod.key, attempt.node, status.message())
         return False
 
     def crashed(self, attempt: Attempt, exc: BaseException) -> None:
@@ -183,22 +170,17 @@ class BindingCycle:
         if attempt.bound:
             self.queue.done(attempt.pod.key)  # the pod is bound; the cluster source confirms it
             return
-        attempt.framework.handle.waiting_pods.pop(attempt.pod.key, None)
-        self._failed(attempt, Status.error(f"{type(exc).__name__}: {exc}"), bind=True)
+        self._failed(attempt, Status.error(f"{type(exc).__name__}: {exc}"), bind=True, waiting=True)
 
     def abandon(self, attempt: Attempt) -> None:
         """The binding task was cancelled (the scheduler is stopping): undo and requeue.
 
-        No Event is recorded: the pod did not fail, the scheduler stopped.
+        No Event is recorded and no report made: the pod did not fail, the scheduler stopped.
         """
-        fwk, pod = attempt.framework, attempt.pod
         if attempt.bound:
-            self.queue.done(pod.key)
+            self.queue.done(attempt.pod.key)
             return
-        fwk.handle.waiting_pods.pop(pod.key, None)
-        fwk.run_unreserve(attempt.state, pod, attempt.node)
-        self.cache.forget(pod)
-        self.queue.add_unschedulable_if_not_present(attempt.qpi, unschedulable_plugins=(), error=True)
-        self.queue.done(pod.key)
-        self.cycle.observe(ERROR, fwk, attempt.started)
-        log.info("binding of pod %s to node %s cancelled; the pod is requeued", pod.key, attempt.node)
+        self.cycle.end_flight(attempt.qpi, attempt.framework, attempt.result, Status.error("binding cancelled"),
+                              attempt.started, waiting=True, state=attempt.state, forget=True, record=False,
+                              report=False)
+        log.info("binding of pod %s to node %s cancelled; the pod is requeued", attempt.pod.key, attempt.node)

@@ -9,9 +9,16 @@ does no I/O: it reads the ClusterCache's NodeTable.
 ``SchedulingCycle.run`` is kube's ``schedulingCycle`` for one popped pod: it
 assumes the pod on the chosen node, runs Reserve and Permit, and returns the
 ``Attempt`` that the binding cycle (``scorer.binding``) completes, or the
-failure, handled as kube's ``handleSchedulingFailure`` (``fail``): the pod is
-requeued, a FailedScheduling Event and a PodScheduled=False condition are
-recorded, and the attempt is counted in the scheduler's metrics.
+failure, handled as kube's ``handleSchedulingFailure``: the pod is requeued, a
+FailedScheduling Event and a PodScheduled=False condition are recorded, and
+the attempt is counted in the scheduler's metrics.
+
+``SchedulingCycle.end_flight`` is the one place where a failed pod's flight
+ends, whoever saw the failure (this cycle, the binding cycle, the scheduler
+when a cycle or a binding task crashed or was cancelled): it undoes what the
+attempt did (the Permit wait, Reserve, the assumed pod), requeues the pod or
+not, ends its flight in the queue, and records and counts the failure as its
+parameters say.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 from scorer.cache import CacheError, ClusterCache
 from scorer.cluster.interface import EventRecorder
 from scorer.framework.cycle_state import CycleState
+from scorer.framework.events import EVENT_ASSIGNED_POD_DELETE
 from scorer.framework.runtime import PREEMPTION_VICTIMS, FilterRecord, Framework, NodeStatuses, ScoreOutcome
 from scorer.framework.status import Code, Status
 from scorer.framework.types import NodeBatch, QueuedPodInfo
@@ -363,58 +371,84 @@ class SchedulingCycle:
         state = CycleState()
         result = self.algorithm.schedule_pod(fwk, state, pod)
         if result.selected is None:
-            return self.fail(qpi, fwk, result, result.status, started)
+            return self.end_flight(qpi, fwk, result, result.status, started)
         if self.metrics is not None:
             self.metrics.observe_algorithm(self.timer() - started)
         node = result.selected
         try:
             self.cache.assume(pod, node)
         except CacheError as exc:
-            return self.fail(qpi, fwk, result, Status.error(str(exc)), started)
+            return self.end_flight(qpi, fwk, result, Status.error(str(exc)), started)
         # kube's assume: an assumed pod counts on its node, no longer as nominated elsewhere.
         self.queue.nominator.delete(pod)
         status = fwk.run_reserve(state, pod, node)
         if not status.is_success():
-            fwk.run_unreserve(state, pod, node)
-            self.cache.forget(pod)
-            return self.fail(qpi, fwk, result, status if status.code == Code.ERROR else Status.error(
-                f"running Reserve plugin \"{status.plugin}\": {status.message()}", status.plugin), started)
+            return self.end_flight(qpi, fwk, result, status if status.code == Code.ERROR else Status.error(
+                f"running Reserve plugin \"{status.plugin}\": {status.message()}", status.plugin), started,
+                state=state, forget=True)
         status, wait = fwk.run_permit(state, pod, node)
         if not status.is_success() and status.code != Code.WAIT:
-            fwk.run_unreserve(state, pod, node)
-            self.cache.forget(pod)
-            return self.fail(qpi, fwk, result, status, started)
+            return self.end_flight(qpi, fwk, result, status, started, state=state, forget=True)
         return Attempt(qpi, fwk, state, pod, node, started, result,
                        permit_wait=wait if status.code == Code.WAIT else 0.0)
 
-    def fail(self, qpi: QueuedPodInfo, fwk: Framework, result: ScheduleResult, status: Status,
-             started: float) -> CycleReport:
-        """kube's handleSchedulingFailure: requeue the pod, record the Event and the
-        PodScheduled=False condition, count the attempt, report it."""
+    def end_flight(self, qpi: QueuedPodInfo, fwk: Framework, result: ScheduleResult, status: Status,
+                   started: float, *, waiting: bool = False, state: CycleState | None = None, forget: bool = False,
+                   requeue: bool = True, frees_node: bool = False, record: bool = True, observe: bool = True,
+                   report: bool = True) -> CycleReport:
+        """End the flight of a pod whose attempt failed with ``status`` (an Error, or
+        Unschedulable by ``result.unschedulable_plugins``); the report of the attempt.
+
+        In this order, as far as the parameters say:
+
+        * undo the attempt: ``waiting`` drops the pod from its profile's Permit
+          waiting list, ``state`` runs Unreserve on ``result.selected`` with
+          that cycle state, ``forget`` forgets the assumed pod;
+        * ``requeue``: requeue the pod (an Error with backoff, else by its
+          rejector plugins; ``add_unschedulable_if_not_present``); without it
+          the pod only leaves the scheduler (a binding the cluster refused
+          for good);
+        * end its flight (``queue.done``); ``frees_node``: then tell the queue
+          that an assigned pod left its node (``AssignedPodDelete``: pods its
+          resources may now fit), after the requeue as kube defers it, so the
+          event is not one this pod saw in flight;
+        * ``record`` (kube's recordSchedulingFailure): the nomination that
+          preemption made holds in the queue at once, before the API write
+          of nominatedNodeName comes back; the FailedScheduling Event and the
+          PodScheduled=False condition;
+        * ``observe``: count the attempt (``observe``); ``report``: hand the
+          report to ``on_report``.
+        """
         pod = qpi.pod
+        if waiting:
+            fwk.handle.waiting_pods.pop(pod.key, None)
+        if state is not None and result.selected is not None:  # the node Reserve ran on
+            fwk.run_unreserve(state, pod, result.selected)
+        if forget:
+            self.cache.forget(pod)
         is_error = status.code == Code.ERROR
         message = status.message() or result.message
-        if is_error:
-            self.queue.add_unschedulable_if_not_present(qpi, unschedulable_plugins=(), error=True)
-        else:
+        if requeue:
             self.queue.add_unschedulable_if_not_present(
-                qpi, unschedulable_plugins=result.unschedulable_plugins
-            )
+                qpi, unschedulable_plugins=() if is_error else result.unschedulable_plugins, error=is_error)
         self.queue.done(pod.key)
-        # kube's recordSchedulingFailure: the nomination holds in the queue at once, before the
-        # API write of nominatedNodeName comes back.
-        nominated = result.nominated if result.selected is None and not is_error else None
-        if nominated:
-            self.queue.nominator.add(pod, nominated)
-        note = message if len(message) <= EVENT_NOTE_LIMIT else message[: EVENT_NOTE_LIMIT - 4] + " ..."
-        self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", note)
-        self.recorder.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message,
-                                        nominated_node=nominated)
+        if frees_node:
+            self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE)
+        if record:
+            nominated = result.nominated if result.selected is None and not is_error else None
+            if nominated:
+                self.queue.nominator.add(pod, nominated)
+            note = message if len(message) <= EVENT_NOTE_LIMIT else message[: EVENT_NOTE_LIMIT - 4] + " ..."
+            self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", note)
+            self.recorder.set_pod_condition(pod, "False", "SchedulerError" if is_error else "Unschedulable", message,
+                                            nominated_node=nominated)
         outcome = ERROR if is_error else UNSCHEDULABLE
-        self.observe(outcome, fwk, started)
-        report = CycleReport(pod, fwk.profile_name, result, None, outcome, message)
-        self.report(report)
-        return report
+        if observe:
+            self.observe(outcome, fwk, started)
+        cycle_report = CycleReport(pod, fwk.profile_name, result, None, outcome, message)
+        if report:
+            self.report(cycle_report)
+        return cycle_report
 
     def observe(self, outcome: str, fwk: Framework, started: float) -> None:
         """Count one attempt in ``scheduler_schedule_attempts_total`` and its duration."""

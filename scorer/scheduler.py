@@ -11,10 +11,12 @@ cycle: an event-loop turn per pod would cost more than the in-memory bind.
 ``schedule_one`` is one turn of the loop, for drivers that keep their own
 time (simulate, the bench, tests); ``maybe_yield`` is the loop's yield.
 
-Background work started and stopped by ``run``: the queue's flushes
-(``SchedulingQueue.run``: expired backoff every second, leftover
-unschedulable pods every 30 s) and the event recorder's drain. A crash of
-one of them is logged with the task's name and makes ``healthy`` false.
+Background work started and stopped by ``run``, on a ``scorer.tasks.Supervisor``
+(not restarted): the queue's flushes (``SchedulingQueue.run``, the task
+``queue-flush``: expired backoff every second, leftover unschedulable pods every
+30 s) and the event recorder's drain (``event-recorder``). A crash of one of
+them, or its return before ``stop``, is logged with the task's name, named by
+``failure`` and makes ``healthy`` false.
 The driver runs the rest: the cluster source feeding the event handlers
 (``ClusterSource.run(assembly.handlers)``, synced before ``run``) and the
 metric sources (``assembly.sources``).
@@ -40,7 +42,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -56,6 +58,7 @@ from scorer.framework.types import QueuedPodInfo
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
 from scorer.queue import SchedulingQueue
+from scorer.tasks import Supervisor
 
 log = logging.getLogger("scorer.scheduler")
 
@@ -150,7 +153,7 @@ class Scheduler:
         self.fence: Callable[[], bool] | None = None  # asked before each cycle: False, no cycle starts
         self._fenced = False  # the fence said False (logged once)
         self.heartbeat = 0.0  # time.monotonic() of the loop's last turn
-        self.failure: str | None = None  # a background task that died
+        self._background = Supervisor(log=log)  # the queue's flushes, the recorder's drain
         self._binding_slots = BindingSlots(max_concurrent_bindings)
         self._bindings: set[asyncio.Task[bool]] = set()  # done ones are pruned now and then
         self._prune_at = 64
@@ -202,11 +205,12 @@ class Scheduler:
                                  seconds=seconds)
 
     def _cycle_crashed(self, qpi: QueuedPodInfo, fwk: Framework, exc: Exception) -> CycleReport:
-        fwk.handle.waiting_pods.pop(qpi.pod.key, None)
-        self.cache.forget(qpi.pod)
+        """End the flight of a pod whose scheduling cycle raised, wherever it stopped (no Unreserve:
+        whether Reserve ran is not known)."""
         result = ScheduleResult(pod=qpi.pod, profile=fwk.profile_name, num_all_nodes=len(self.cache.table),
                                 status=Status())
-        return self.cycle.fail(qpi, fwk, result, Status.error(f"{type(exc).__name__}: {exc}"), self.cycle.timer())
+        return self.cycle.end_flight(qpi, fwk, result, Status.error(f"{type(exc).__name__}: {exc}"),
+                                     self.cycle.timer(), waiting=True, forget=True)
 
     # -- binding tasks --------------------------------------------------------------
     @property
@@ -236,14 +240,15 @@ class Scheduler:
             return False
 
     def _guarded(self, name: str, handler: Callable[..., None], attempt: Attempt, *args: Any) -> None:
-        """Run a binding task's clean-up; if that fails too, still end the pod's flight."""
+        """Run a binding task's clean-up; if that fails too, still end the pod's flight: forgotten and
+        requeued, nothing else (what failed may be anything the clean-up does)."""
         try:
             handler(attempt, *args)
-        except Exception:
+        except Exception as exc:
             log.exception("cleaning up binding task %s failed", name)
-            self.cache.forget(attempt.pod)
-            self.queue.add_unschedulable_if_not_present(attempt.qpi, unschedulable_plugins=(), error=True)
-            self.queue.done(attempt.pod.key)
+            self.cycle.end_flight(attempt.qpi, attempt.framework, attempt.result,
+                                  Status.error(f"{type(exc).__name__}: {exc}"), attempt.started, forget=True,
+                                  record=False, observe=False, report=False)
 
     async def wait_for_bindings(self) -> None:
         """Wait until every binding task started so far has ended."""
@@ -269,11 +274,11 @@ class Scheduler:
             raise RuntimeError("Scheduler.run is already running")
         if self._stopping:
             return
-        self._running, self.failure = True, None
+        self._running = True
         self._stopped = asyncio.Event()
         self._loop_task = asyncio.current_task()
-        background = [self._background("queue-flush", self.queue.run()),
-                      self._background("event-recorder", self.recorder.run())]
+        self._background.start("queue-flush", self.queue.run, restart=False, until_stop=True)
+        self._background.start("event-recorder", self.recorder.run, restart=False, until_stop=True)
         try:
             while not self._stopping:
                 self.heartbeat = time.monotonic()
@@ -293,9 +298,7 @@ class Scheduler:
             await self._drain(self._grace)
         finally:
             await self._cancel_bindings()
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+            await self._background.stop()
             try:
                 async with asyncio.timeout(self.stop_grace):
                     await self.recorder.flush()
@@ -368,19 +371,9 @@ class Scheduler:
         (it turns at least every ``pop_timeout`` when idle), and no background task died."""
         return self._running and self.failure is None and time.monotonic() - self.heartbeat <= max_silence
 
-    def _background(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        task.add_done_callback(self._background_done)
-        return task
-
-    def _background_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            log.error("background task %s crashed", task.get_name(), exc_info=exc)
-            self.failure = f"{task.get_name()}: {type(exc).__name__}: {exc}"
-        elif not self._stopping:
-            log.error("background task %s ended", task.get_name())
-            self.failure = f"{task.get_name()}: ended"
+    @property
+    def failure(self) -> str | None:
+        """The background task that died first (``NAME: ExceptionType: message``, or ``NAME: ended``
+        for one that returned), or None."""
+        return self._background.failure
 

@@ -14,13 +14,17 @@ while the supervisor is not stopping):
   task ran ``healthy_run`` seconds before it crashed (``math.inf``: never);
 * ``restart=False``: the crash is logged, ``failure`` names it (the first
   one), and ``on_fatal(name)`` is called (the service stops with a non-zero
-  exit status). A task that returns is done.
+  exit status). A task that returns is done, unless it was started with
+  ``until_stop=True`` (it should run until ``stop()``): then its return is
+  fatal as a crash is (logged ``task NAME ended unexpectedly``, ``failure``
+  ``NAME: ended``).
 
 ``stop()`` cancels every task and waits for them; ``stop(name)`` one.
 
 Used by the service (``scorer.service.app``: reflectors, metric sources, the
 leader elector, the scheduling loop), ``ApiSource.run`` (one task per
-reflector) and each Prometheus metric source (its refresh loop).
+reflector), each Prometheus metric source (its refresh loop) and
+``Scheduler.run`` (the queue's flushes, the event recorder's drain).
 """
 
 from __future__ import annotations
@@ -78,20 +82,27 @@ class Supervisor:
     def tasks(self) -> dict[str, asyncio.Task[None]]:
         return dict(self._tasks)
 
-    def start(self, name: str, factory: Callable[[], Awaitable[None]], *, restart: bool) -> asyncio.Task[None]:
+    def start(self, name: str, factory: Callable[[], Awaitable[None]], *, restart: bool,
+              until_stop: bool = False) -> asyncio.Task[None]:
         if name in self._tasks and not self._tasks[name].done():
             raise RuntimeError(f"task {name} is already running")
-        task = asyncio.get_running_loop().create_task(self._guard(name, factory, restart), name=name)
+        task = asyncio.get_running_loop().create_task(self._guard(name, factory, restart, until_stop), name=name)
         self._tasks[name] = task
         return task
 
-    async def _guard(self, name: str, factory: Callable[[], Awaitable[None]], restart: bool) -> None:
+    async def _guard(self, name: str, factory: Callable[[], Awaitable[None]], restart: bool,
+                     until_stop: bool) -> None:
         backoff = Backoff(self.initial_backoff, self.max_backoff, jitter=self.jitter, rng=self._rng)
         while True:
             started = time.monotonic()
             try:
                 await factory()
-                if self._stopping or not restart:
+                if self._stopping:
+                    return
+                if not restart:
+                    if until_stop:
+                        self.log.error("task %s ended unexpectedly", name)
+                        self._fatal(name, "ended")
                     return
                 self.log.error("task %s ended unexpectedly; restarting it", name)
             except asyncio.CancelledError:
@@ -100,10 +111,7 @@ class Supervisor:
                 if not restart:
                     problem = f"{type(exc).__name__}: {exc}"
                     self.log.error("task %s crashed: %s", name, problem, exc_info=exc)
-                    if self.failure is None:
-                        self.failure = f"{name}: {problem}"
-                    if self.on_fatal is not None:
-                        self.on_fatal(name)
+                    self._fatal(name, problem)
                     return
                 self.log.error("task %s crashed; restarting it", name, exc_info=exc)
             if time.monotonic() - started >= self.healthy_run:
@@ -112,6 +120,12 @@ class Supervisor:
             self.restarts[name] = self.restarts.get(name, 0) + 1
             self.log.warning("task %s restarts in %.1fs (restart %d)", name, delay, self.restarts[name])
             await asyncio.sleep(delay)
+
+    def _fatal(self, name: str, problem: str) -> None:
+        if self.failure is None:
+            self.failure = f"{name}: {problem}"
+        if self.on_fatal is not None:
+            self.on_fatal(name)
 
     async def stop(self, name: str | None = None) -> None:
         """Cancel the task ``name`` (every task when None) and wait until it ended."""

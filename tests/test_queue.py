@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scorer.queue
+import scorer.queue.flight
 from scorer.framework.events import (
     BACKOFF_COMPLETE,
     EVENT_FORCE_ACTIVATE,
@@ -473,7 +474,7 @@ def test_activate_during_flight_sends_failure_to_backoff(queue: SchedulingQueue)
 def test_lost_in_flight_events_count_as_relevant(
     queue: SchedulingQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scorer.queue, "MAX_IN_FLIGHT_EVENTS", 3)
+    monkeypatch.setattr(scorer.queue.flight, "MAX_IN_FLIGHT_EVENTS", 3)
     queue.add(FakePod("kept"))
     queue.add(FakePod("lost"))
     kept = pop(queue)

@@ -231,18 +231,28 @@ async def test_a_crashing_scheduling_cycle_is_logged_and_its_pod_requeued(caplog
     assert asm.queue.pending_counts()["backoff"] == 1 and not asm.queue.is_in_flight("default/p")
 
 
-async def test_a_crashed_background_task_is_logged_and_makes_the_scheduler_unhealthy(caplog, monkeypatch):
+async def _crash() -> None:
+    raise RuntimeError("drain broke")
+
+
+async def _give_up() -> None:
+    return None
+
+
+@pytest.mark.parametrize(("part", "run", "failure", "logged"), [
+    ("recorder", _crash, "event-recorder: RuntimeError: drain broke",
+     "task event-recorder crashed: RuntimeError: drain broke"),
+    ("queue", _give_up, "queue-flush: ended", "task queue-flush ended unexpectedly"),
+], ids=["crashed", "returned"])
+async def test_a_crashed_background_task_is_logged_and_makes_the_scheduler_unhealthy(caplog, monkeypatch, part, run,
+                                                                                     failure, logged):
     asm, _ = build(None, [make_node("n1")], [])
-
-    async def crash():
-        raise RuntimeError("drain broke")
-
-    monkeypatch.setattr(asm.recorder, "run", crash)
+    monkeypatch.setattr(getattr(asm, part), "run", run)
     loop = asyncio.create_task(asm.scheduler.run())
     with caplog.at_level(logging.ERROR, logger="scorer.scheduler"):
         await until(lambda: asm.scheduler.failure is not None)
-    assert asm.scheduler.failure == "event-recorder: RuntimeError: drain broke"
-    assert "background task event-recorder crashed" in caplog.text
+    assert asm.scheduler.failure == failure
+    assert logged in caplog.text
     assert not asm.scheduler.healthy(max_silence=60.0)
     await asm.scheduler.stop()
     await loop

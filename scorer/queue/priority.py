@@ -1,43 +1,9 @@
-"""The scheduling queue: kube-scheduler's PriorityQueue, without threads.
+"""``SchedulingQueue``: kube-scheduler's PriorityQueue, without threads: its pools, the moves
+between them, the flushes that ``run`` makes on a timer.
 
-Pending pods live in exactly one of four pools (kube's names in brackets):
-
-* **active** [activeQ] -- a heap ordered by the queue-sort plugin's ``less``
-  (PrioritySort: higher priority first, then earlier ``timestamp``); equal
-  pods keep insertion order. ``pop`` takes from here.
-* **backoff** [podBackoffQ] -- pods that failed recently and may be retried
-  once their backoff expires; a heap ordered by expiry. Expired pods move to
-  active when ``flush_backoff_completed`` runs (every second from ``run``) or
-  when ``pop`` finds the active pool empty.
-* **unschedulable** [unschedulablePods] -- pods that failed and wait for a
-  cluster event that one of their rejector plugins registered interest in,
-  or for ``max_in_unschedulable`` (5 minutes) to pass.
-* **gated** [unschedulablePods with Gated=true] -- pods a PreEnqueue plugin
-  rejected (``pre_enqueue`` returned its name), such as pods with
-  ``schedulingGates``. PreEnqueue runs on every insertion into active. Gated
-  pods ignore cluster events and the 5-minute flush; they leave only through
-  ``update`` or ``activate`` once ``pre_enqueue`` admits them.
-
-Popped pods are *in flight* until ``add_unschedulable_if_not_present`` or
-``done``. Cluster events seen while a pod is in flight are remembered, so a
-pod that fails just after the event that would have helped it is retried
-after backoff instead of waiting in the unschedulable pool.
-
-Everything is synchronous and takes the time from the injected ``clock``,
-except ``pop_wait`` and ``run``, which need a running asyncio loop.
-Facts: reference/kube-scheduler.md §4.
-
-Memory: every per-pod entry leaves with its pod (``delete``, ``done``), and
-the events remembered for in-flight pods are capped. Besides its flushes,
-``run`` hands freed memory back to the system once churn is over: when at
-least ``RELEASE_AFTER_CHANGES`` pods were added, popped or deleted, or cluster
-events arrived, since the last time, and then none for a whole
-``quiet_period`` (10 s), it calls ``release_memory`` (``scorer.state.memory``:
-a full collection, then glibc's ``malloc_trim``), and again every quiet period
-while that still returns memory (what the recorder frees as it drains the
-Events of the churn, after the queue went quiet), ``MAX_RELEASES`` times at
-most. A scheduler that keeps scheduling never pays for it; one whose pods all
-came and went gives its memory back within about 20 s of the last change.
+The pools are described in the package docstring (``scorer.queue``); their building blocks are in
+``scorer.queue.pools``, what is remembered of in-flight pods in ``scorer.queue.flight``, the
+nominator in ``scorer.queue.nominator``, the memory hook in ``scorer.queue.quiet``.
 """
 
 from __future__ import annotations
@@ -45,12 +11,9 @@ from __future__ import annotations
 import asyncio
 import enum
 import itertools
-import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
-
-import attrs
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from scorer.framework.events import (
     BACKOFF_COMPLETE,
@@ -64,145 +27,24 @@ from scorer.framework.events import (
     matches,
 )
 from scorer.framework.types import QueuedPodInfo
+from scorer.queue.flight import EventLog, InFlight
+from scorer.queue.nominator import Nominator
+from scorer.queue.pools import (
+    ACTIVE,
+    BACKOFF,
+    GATED,
+    IN_FLIGHT,
+    UNSCHEDULABLE,
+    ActiveEntry,
+    BackoffEntry,
+    KeyedHeap,
+    backoff_before,
+)
+from scorer.queue.quiet import QuietSpell
 from scorer.state import memory
 
 if TYPE_CHECKING:
     from scorer.model import Pod
-
-log = logging.getLogger("scorer.queue")
-
-# Pool names, as in scheduler_pending_pods{queue} and scheduler_queue_incoming_pods_total{queue}.
-ACTIVE = "active"
-BACKOFF = "backoff"
-UNSCHEDULABLE = "unschedulable"
-GATED = "gated"
-IN_FLIGHT = "in_flight"  # not a pool: returned by add/update for a pod being scheduled
-
-# Events remembered for in-flight pods; beyond this the oldest are dropped and
-# pods that were in flight before them are treated as having seen a relevant event.
-MAX_IN_FLIGHT_EVENTS = 10_000
-# Pods added, popped or deleted and cluster events since memory was last released, before a quiet
-# spell releases it again (a handful of pods freed nothing worth a full collection).
-RELEASE_AFTER_CHANGES = 1_000
-MAX_RELEASES = 6  # releases in one quiet spell, while each still returns memory
-
-
-class _Keyed(Protocol):
-    @property
-    def key(self) -> str: ...
-
-
-_E = TypeVar("_E", bound=_Keyed)
-
-
-class _KeyedHeap(Generic[_E]):
-    """A binary heap with delete and re-sort by key in O(log n) (kube's internal heap).
-
-    ``before(a, b)`` is the strict order; it must never call both ways true.
-    """
-
-    __slots__ = ("_before", "_entries", "_positions")
-
-    def __init__(self, before: Callable[[_E, _E], bool]) -> None:
-        self._before = before
-        self._entries: list[_E] = []
-        self._positions: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._positions
-
-    def __iter__(self) -> Iterator[_E]:
-        return iter(self._entries)
-
-    def get(self, key: str) -> _E | None:
-        position = self._positions.get(key)
-        return None if position is None else self._entries[position]
-
-    def peek(self) -> _E | None:
-        return self._entries[0] if self._entries else None
-
-    def push(self, entry: _E) -> None:
-        self._entries.append(entry)
-        self._positions[entry.key] = len(self._entries) - 1
-        self._up(len(self._entries) - 1)
-
-    def pop(self) -> _E:
-        return self._remove_at(0)
-
-    def remove(self, key: str) -> _E | None:
-        position = self._positions.get(key)
-        return None if position is None else self._remove_at(position)
-
-    def fix(self, key: str) -> None:
-        """Restore the order after the entry under ``key`` changed."""
-        position = self._positions[key]
-        if not self._up(position):
-            self._down(position)
-
-    def _remove_at(self, position: int) -> _E:
-        last = len(self._entries) - 1
-        if position != last:
-            self._swap(position, last)
-        entry = self._entries.pop()
-        del self._positions[entry.key]
-        if position < last and not self._up(position):
-            self._down(position)
-        return entry
-
-    def _swap(self, i: int, j: int) -> None:
-        entries = self._entries
-        entries[i], entries[j] = entries[j], entries[i]
-        self._positions[entries[i].key] = i
-        self._positions[entries[j].key] = j
-
-    def _up(self, position: int) -> bool:
-        start = position
-        while position > 0:
-            parent = (position - 1) // 2
-            if not self._before(self._entries[position], self._entries[parent]):
-                break
-            self._swap(position, parent)
-            position = parent
-        return position != start
-
-    def _down(self, position: int) -> None:
-        size = len(self._entries)
-        while True:
-            first = position
-            for child in (2 * position + 1, 2 * position + 2):
-                if child < size and self._before(self._entries[child], self._entries[first]):
-                    first = child
-            if first == position:
-                return
-            self._swap(position, first)
-            position = first
-
-
-@attrs.define(slots=True, eq=False)
-class _ActiveEntry:
-    key: str
-    info: QueuedPodInfo
-    seq: int  # insertion order, breaks ties that ``less`` leaves open
-
-
-@attrs.define(slots=True, eq=False)
-class _BackoffEntry:
-    key: str
-    info: QueuedPodInfo
-    expiry: float
-    seq: int
-
-
-@attrs.define(slots=True, eq=False)
-class _InFlight:
-    uid: str
-    first_event: int  # absolute index in the event log when the pod was popped
-    own_events: list[ClusterEvent] = attrs.Factory(list)  # updates/activations of this pod
-    latest_pod: Pod | None = None  # newest version seen by ``update`` during flight
-    deleted: bool = False
 
 
 class _Requeue(enum.Enum):
@@ -211,81 +53,6 @@ class _Requeue(enum.Enum):
     SKIP = "skip"  # stays in the unschedulable pool
     AFTER_BACKOFF = "after_backoff"  # backoff if still backing off, else active
     IMMEDIATELY = "immediately"  # active, skipping backoff (a Pending plugin's event)
-
-
-class Nominator:
-    """Pods nominated to run on a node, by node (kube's PodNominator, ``nominatedPodMap``).
-
-    A pod gets a nominated node when preemption chose that node for it
-    (``add(pod, node)``, recorded by the scheduling cycle at once, before the
-    API write of ``status.nominatedNodeName`` comes back), or when it is
-    queued with ``status.nominatedNodeName`` set (``add(pod)``). The queue
-    keeps it current: an update replaces the pod (keeping an in-memory
-    nomination the update does not know about yet, as kube does), a delete
-    or a binding removes it. Later cycles count a nominated pod on its node
-    for pods of equal or lower priority (``Framework.run_filters``' nominated
-    pass). Pods are keyed by UID (``ns/name`` when the UID is empty).
-    """
-
-    __slots__ = ("_by_node", "_node_of")
-
-    def __init__(self) -> None:
-        self._by_node: dict[str, dict[str, Pod]] = {}  # node -> {pod id: pod}, in nomination order
-        self._node_of: dict[str, str] = {}  # pod id -> node
-
-    def __len__(self) -> int:
-        return len(self._node_of)
-
-    def __bool__(self) -> bool:
-        return bool(self._node_of)
-
-    def add(self, pod: Pod, node_name: str = "") -> None:
-        """Nominate ``pod`` to ``node_name`` (default: the pod's own ``nominated_node_name``;
-        neither: the pod has no nomination afterwards)."""
-        self.delete(pod)
-        node = node_name or pod.nominated_node_name
-        if not node:
-            return
-        pid = _pod_id(pod)
-        self._node_of[pid] = node
-        self._by_node.setdefault(node, {})[pid] = pod
-
-    def delete(self, pod: Pod) -> None:
-        """``pod`` has no nomination any more (bound, deleted, or its nomination cleared)."""
-        pid = _pod_id(pod)
-        node = self._node_of.pop(pid, None)
-        if node is None:
-            return
-        pods = self._by_node[node]
-        pods.pop(pid, None)
-        if not pods:
-            del self._by_node[node]
-
-    def update(self, old_pod: Pod, new_pod: Pod) -> None:
-        """kube's UpdateNominatedPod: the pod object is replaced; an update that carries no
-        nomination (old and new without one) keeps the nomination made in memory."""
-        node = ""
-        if not old_pod.nominated_node_name and not new_pod.nominated_node_name:
-            node = self._node_of.get(_pod_id(old_pod), "")
-        self.delete(old_pod)
-        self.add(new_pod, node)
-
-    def node_of(self, pod: Pod) -> str | None:
-        """The node ``pod`` is nominated to, or None."""
-        return self._node_of.get(_pod_id(pod))
-
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
-        """The pods nominated to ``node_name``, in nomination order."""
-        pods = self._by_node.get(node_name)
-        return list(pods.values()) if pods else []
-
-    def nodes(self) -> list[str]:
-        """The nodes some pod is nominated to."""
-        return list(self._by_node)
-
-
-def _pod_id(pod: Pod) -> str:
-    return pod.uid or pod.key
 
 
 class SchedulingQueue:
@@ -303,7 +70,7 @@ class SchedulingQueue:
     leaves (-1, however it leaves) the unschedulable pool, with its
     schedulerName and rejector plugins (for ``scheduler_unschedulable_pods``).
     ``release_memory`` is called by ``run`` after churn, once nothing changed
-    for ``quiet_period`` seconds (see the module docstring; None: never).
+    for ``quiet_period`` seconds (``scorer.queue.quiet``; None: never).
     Times are in seconds of ``clock``.
 
     Pool reactions, per method:
@@ -373,22 +140,14 @@ class SchedulingQueue:
         self._backoff_flush_period = backoff_flush_period
         self._unschedulable_flush_period = unschedulable_flush_period
         self._quiet_period = quiet_period
-        self._release_memory = release_memory
-        # Pods added, popped, deleted and cluster events: counted so far, at the last quiet check, and
-        # when memory was last released; releases left in this quiet spell.
-        self._changes = 0
-        self._changes_checked = 0
-        self._changes_released = 0
-        self._releases_left = 0
+        self._quiet = QuietSpell(release_memory)  # counts pods added, popped, deleted and cluster events
 
-        self._active: _KeyedHeap[_ActiveEntry] = _KeyedHeap(self._active_before)
-        self._backoff: _KeyedHeap[_BackoffEntry] = _KeyedHeap(_backoff_before)
+        self._active: KeyedHeap[ActiveEntry] = KeyedHeap(self._active_before)
+        self._backoff: KeyedHeap[BackoffEntry] = KeyedHeap(backoff_before)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
-        self._in_flight: dict[str, _InFlight] = {}
-        # Events received while pods are in flight; _events[0] has absolute index _events_base.
-        self._events: list[ClusterEvent] = []
-        self._events_base = 0
+        self._in_flight: dict[str, InFlight] = {}
+        self._events = EventLog()  # received while pods are in flight
         self._seq = itertools.count()
         self._scheduling_cycle = 0
         self._active_added = asyncio.Event()
@@ -473,7 +232,7 @@ class SchedulingQueue:
         if key in self or (flight is not None and not flight.deleted):
             return self.update(None, pod)
         self.nominator.add(pod)
-        self._changes += 1
+        self._quiet.changes += 1
         return self._move_to_active(QueuedPodInfo(pod, timestamp=self._clock()), POD_ADD)
 
     def update(
@@ -538,7 +297,7 @@ class SchedulingQueue:
         An in-flight pod is marked so that its failure does not requeue it.
         """
         key = pod.key
-        self._changes += 1
+        self._quiet.changes += 1
         self.nominator.delete(pod)
         self._active.remove(key)
         self._backoff.remove(key)
@@ -580,14 +339,12 @@ class SchedulingQueue:
         if not self._active:
             return None
         info = self._active.pop().info
-        self._changes += 1
+        self._quiet.changes += 1
         info.attempts += 1
         info.unschedulable_plugins = frozenset()
         info.pending_plugins = frozenset()
         self._scheduling_cycle += 1
-        self._in_flight[info.key] = _InFlight(
-            uid=info.pod.uid, first_event=self._events_base + len(self._events)
-        )
+        self._in_flight[info.key] = InFlight(uid=info.pod.uid, first_event=self._events.end)
         return info
 
     async def pop_wait(self, timeout: float | None = None) -> QueuedPodInfo | None:
@@ -644,10 +401,8 @@ class SchedulingQueue:
         seen: list[ClusterEvent] | None = []  # None: the log lost events of this flight
         if flight is not None:
             del self._in_flight[key]
-            if flight.first_event < self._events_base:
-                seen = None
-            else:
-                seen = self._events[flight.first_event - self._events_base :]
+            seen = self._events.since(flight.first_event)
+            if seen is not None:
                 seen.extend(flight.own_events)
             self._prune_events()
             if flight.deleted:
@@ -686,9 +441,9 @@ class SchedulingQueue:
         if the interested plugin was a Pending one). Gated pods stay. In-flight
         pods remember the event. Returns the number of pods moved.
         """
-        self._changes += 1
+        self._quiet.changes += 1
         if self._in_flight:
-            self._record_event(event)
+            self._events.record(event)
         return self._move_unschedulable(list(self._unschedulable.values()), event)
 
     def flush_backoff_completed(self, now: float | None = None) -> int:
@@ -742,27 +497,9 @@ class SchedulingQueue:
         return False
 
     def release_memory_if_quiet(self) -> bool:
-        """Call ``release_memory`` if nothing changed since the previous call and either at least
-        ``RELEASE_AFTER_CHANGES`` changes came before (churn ended), or the previous release in this
-        quiet spell returned memory (``MAX_RELEASES`` at most); whether it was called. ``run`` calls
-        it every ``quiet_period``."""
-        changes, checked = self._changes, self._changes_checked
-        self._changes_checked = changes
-        if self._release_memory is None or changes != checked:
-            return False
-        if changes - self._changes_released >= RELEASE_AFTER_CHANGES:
-            self._releases_left = MAX_RELEASES
-        if not self._releases_left:
-            return False
-        self._releases_left -= 1
-        started = time.monotonic()
-        freed = self._release_memory()
-        log.debug("quiet after %d pod changes and cluster events: memory released in %.3fs%s",
-                  changes - self._changes_released, time.monotonic() - started, "" if freed else " (none left)")
-        self._changes_released = changes
-        if not freed:
-            self._releases_left = 0
-        return True
+        """Release memory if the queue is quiet after churn (``QuietSpell.release_if_quiet``);
+        whether it did. ``run`` calls it every ``quiet_period``."""
+        return self._quiet.release_if_quiet()
 
     async def run(self) -> None:
         """Flush expired backoff every ``backoff_flush_period`` and leftover
@@ -782,7 +519,7 @@ class SchedulingQueue:
                 _every(self._unschedulable_flush_period, self.flush_unschedulable_leftover),
                 name="queue-flush-unschedulable",
             )
-            if self._release_memory is not None:
+            if self._quiet.release_memory is not None:
                 group.create_task(
                     _every(self._quiet_period, self.release_memory_if_quiet),
                     name="queue-release-memory",
@@ -790,7 +527,7 @@ class SchedulingQueue:
 
     # -- internals -----------------------------------------------------------
 
-    def _active_before(self, a: _ActiveEntry, b: _ActiveEntry) -> bool:
+    def _active_before(self, a: ActiveEntry, b: ActiveEntry) -> bool:
         if self._less(a.info, b.info):
             return True
         if self._less(b.info, a.info):
@@ -820,7 +557,7 @@ class SchedulingQueue:
         info.gating_plugin = None
         if info.initial_attempt_timestamp is None:  # kube's InitialAttemptTimestamp: gated time not counted
             info.initial_attempt_timestamp = self._clock()
-        self._active.push(_ActiveEntry(info.key, info, next(self._seq)))
+        self._active.push(ActiveEntry(info.key, info, next(self._seq)))
         self._incoming(ACTIVE, label)
         self._active_added.set()
         return ACTIVE
@@ -841,7 +578,7 @@ class SchedulingQueue:
     def _requeue(self, info: QueuedPodInfo, hint: _Requeue, label: str, now: float) -> str:
         expiry = self.backoff_expiry(info)
         if hint is _Requeue.AFTER_BACKOFF and expiry > now:
-            self._backoff.push(_BackoffEntry(info.key, info, expiry, next(self._seq)))
+            self._backoff.push(BackoffEntry(info.key, info, expiry, next(self._seq)))
             self._incoming(BACKOFF, label)
             return BACKOFF
         return self._move_to_active(info, label)
@@ -881,23 +618,10 @@ class SchedulingQueue:
             return True
         return any(matches(candidate, event) for candidate in registered)
 
-    def _record_event(self, event: ClusterEvent) -> None:
-        self._events.append(event)
-        overflow = len(self._events) - MAX_IN_FLIGHT_EVENTS
-        if overflow > 0:
-            del self._events[:overflow]
-            self._events_base += overflow
-
     def _prune_events(self) -> None:
         """Forget the events that no in-flight pod still needs (all, if none is in flight)."""
-        oldest = min(
-            (flight.first_event for flight in self._in_flight.values()),
-            default=self._events_base + len(self._events),
-        )
-        drop = oldest - self._events_base
-        if drop > 0:
-            del self._events[:drop]
-            self._events_base += drop
+        self._events.prune(min((flight.first_event for flight in self._in_flight.values()),
+                               default=self._events.end))
 
 
 def _rejectors(info: QueuedPodInfo) -> frozenset[str]:
@@ -905,10 +629,6 @@ def _rejectors(info: QueuedPodInfo) -> frozenset[str]:
     if not info.pending_plugins:
         return info.unschedulable_plugins
     return info.unschedulable_plugins | info.pending_plugins
-
-
-def _backoff_before(a: _BackoffEntry, b: _BackoffEntry) -> bool:
-    return (a.expiry, a.seq) < (b.expiry, b.seq)
 
 
 async def _every(period: float, action: Callable[[], object]) -> None:
