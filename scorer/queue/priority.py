@@ -128,8 +128,7 @@ class SchedulingQueue:
                 raise ValueError(f"{name} must be > 0 seconds, got {period}")
         self._less = less
         self._clock = clock
-        self.initial_backoff = initial_backoff
-        self.max_backoff = max_backoff
+        self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self._pre_enqueue = pre_enqueue
         self._plugin_events = {
