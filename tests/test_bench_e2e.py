@@ -102,6 +102,16 @@ def test_cpu_per_pod_splits_start_up_from_the_per_pod_path_and_the_cycle_from_th
     assert e2e.cpu_per_pod({"scheduler": 1.2}, 1.0, 0, text) is None
 
 
+def test_python_schedulers_start_with_their_bytecode_compiled(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = e2e.python_env(tmp_path / "cache")
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "cache")
+    e2e.warm_bytecode(tmp_path / "cache")
+    compiled = {path.name.split(".")[0] for path in (tmp_path / "cache").rglob("*.pyc")}
+    assert {"run", "app", "cycle", "reflector", "nodeaffinity"} <= compiled  # the service and the plugins
+
+
 def test_throughput_is_bound_pods_over_first_to_last_bind_sampled_every_whole_second() -> None:
     started = 100.0
     binds = [101.0 + i * 0.01 for i in range(150)] + [102.0 + i * 0.02 for i in range(50)] + [103.5]

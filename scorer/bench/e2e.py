@@ -74,6 +74,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -115,11 +116,13 @@ from scorer.bench.e2e_config import (
     extender_entry,
     extender_scorer_config,
     kube_scheduler_config,
+    python_env,
     scheduler_command,
     scorer_config,
     snapshot_document,
     stand_in_command,
     v1beta1_profile,
+    warm_bytecode,
 )
 from scorer.bench.e2e_metrics import (
     ATTEMPT,
@@ -165,6 +168,7 @@ __all__ = [
     "kube_scheduler_config",
     "load",
     "plugins_ms",
+    "python_env",
     "request_for",
     "run_e2e_point",
     "scorer_config",
@@ -172,6 +176,7 @@ __all__ = [
     "summary_ms",
     "throughput",
     "v1beta1_profile",
+    "warm_bytecode",
 ]
 
 STALL_SECONDS = 30.0  # no bind for this long: the rest are unscheduled
@@ -315,10 +320,16 @@ class Run:
             port = free_port()
         return port
 
+    @property
+    def bytecode(self) -> Path:
+        """The Python processes' bytecode cache (``scorer.bench.e2e_config.python_env``)."""
+        return self.workdir / "pycache"
+
     def start_scheduler(self, command: list[str]) -> subprocess.Popen[bytes]:
+        env = python_env(self.bytecode) if command[0] == sys.executable else None
         with open(self.log, "wb") as out:
             self.scheduler = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL, cwd=self.workdir)
+                                              stdin=subprocess.DEVNULL, cwd=self.workdir, env=env)
         return self.scheduler
 
     def start_extender(self) -> subprocess.Popen[bytes]:
@@ -326,7 +337,7 @@ class Run:
         with open(self.extender_log, "wb") as out:
             self.extender = subprocess.Popen(self.extender_command, stdout=out, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, cwd=self.workdir,
-                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                             env=python_env(self.bytecode))
         return self.extender
 
     def close(self) -> None:
@@ -385,6 +396,8 @@ async def measure(run: Run, command: list[str]) -> None:
     assert run.plane is not None
     point, deadline, port = run.point, run.deadline, run.port
     objects = setup_objects(run.setup)
+    if run.spec.scheduler == "scorer" or run.spec.scheduler in EXTENDED:  # Python processes: compiled first
+        await asyncio.to_thread(warm_bytecode, run.bytecode)
     api = Api(run.plane.url)
     try:
         point["load_s"] = await load(api, objects, deadline)
