@@ -88,24 +88,34 @@ class _Churn:
         name = f"churn-{index:06d}"
         body = orjson.dumps(pod_manifest(name, namespace=self.namespace, scheduler=self.scheduler, cpu="10m",
                                          memory="16Mi"))
+        # Marked before it exists: the pod can be bound (and seen bound by the watch) before the answer to
+        # its creation arrives, and the watch must not delete a kept or early-deleted pod as a bound one.
+        keep = index % self.keep_every == 0
+        early = not keep and index % self.early_delete_every == 0
+        if keep:
+            self.kept.add(name)
+        elif early:
+            self.deleting.add(name)
         try:
             async with self.session.post(f"{self.url}/api/v1/namespaces/{self.namespace}/pods", data=body,
                                          timeout=aiohttp.ClientTimeout(total=30)) as response:
                 created = await response.read()
                 if response.status != 201:
-                    self.stats.create_failures += 1
+                    self._failed(name)
                     return
         except (aiohttp.ClientError, TimeoutError):
-            self.stats.create_failures += 1
+            self._failed(name)
             return
         self.stats.created += 1
-        if index % self.keep_every == 0:
-            self.kept.add(name)
-        elif index % self.early_delete_every == 0:
+        if early:
             # Within half a second of its creation: while the pod is queued, scheduled or being bound.
-            self.deleting.add(name)
             entry = (name, orjson.loads(created)["metadata"]["uid"], False)
             asyncio.get_running_loop().call_later(self.rng.uniform(0.0, 0.5), self.deletions.put_nowait, entry)
+
+    def _failed(self, name: str) -> None:
+        self.stats.create_failures += 1
+        self.kept.discard(name)
+        self.deleting.discard(name)
 
     async def delete(self, name: str, uid: str, bound: bool) -> None:
         status = await delete_pod_now(self.session, self.url, self.namespace, name, uid)
