@@ -22,6 +22,7 @@ from scorer.cluster.memory import workload_key
 from scorer.kube.apiresources import RESOURCES
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
+from scorer.kube import reflector as reflector_module
 from scorer.kube.reflector import (
     GC_PAUSE,
     RELIST_REASONS,
@@ -279,7 +280,9 @@ async def test_pages_are_listed_then_the_watch_starts_from_the_lists_version() -
     assert client.gc_enabled == [False, False] and gc.isenabled()  # paused during the list only
     assert gc.get_freeze_count() > 0  # then the first cache was frozen
     gc.unfreeze()
-    assert client.calls[:2] == [("list", {"limit": "2"}), ("list", {"limit": "2", "continue": "t1"})]
+    # The first list asks for the API server's watch cache (resourceVersion=0); its next pages do not.
+    assert client.calls[:2] == [("list", {"limit": "2", "resourceVersion": "0"}),
+                                ("list", {"limit": "2", "continue": "t1"})]
     kind, params = client.calls[2]
     assert (kind, params["watch"], params["allowWatchBookmarks"], params["resourceVersion"]) == (
         "watch", "1", "true", "10")
@@ -292,6 +295,76 @@ async def test_pages_are_listed_then_the_watch_starts_from_the_lists_version() -
         for reason in reasons:
             assert reflector.metrics.collector_registry.get_sample_value(
                 f"scorer_reflector_{family}_total", {"resource": "pods", "reason": reason}) == 0, (family, reason)
+
+
+def waiting_pod(name: str, version: str, priority: int | None = None) -> dict[str, Any]:
+    pod = pod_json(name, version)
+    if priority is not None:
+        pod["spec"]["priority"] = priority
+    return pod
+
+
+class SyncRecorder(Recorder):
+    """A Recorder that also notes, per pod added, whether the reflector had synced then."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        super().__init__()
+        self.reflector = reflector
+        self.synced_at_add: dict[str, bool] = {}
+
+    def on_pod_add(self, pod: Any) -> None:
+        self.synced_at_add[pod.key] = self.reflector.has_synced()
+        super().on_pod_add(pod)
+
+
+async def test_the_first_list_delivers_waiting_pods_after_the_sync_highest_priority_first(monkeypatch) -> None:
+    monkeypatch.setattr(reflector_module, "DEFERRED_CHUNK", 2)
+    bound = pod_json("bound", "1")
+    bound["spec"]["nodeName"] = "n1"
+    nominated = pod_json("nominated", "2")
+    nominated["status"] = {"nominatedNodeName": "n1"}
+    done = pod_json("done", "3")
+    done["status"] = {"phase": "Succeeded"}
+    items = [waiting_pod("none", "6"), waiting_pod("low", "4", 0), bound, waiting_pod("high-2", "7", 100),
+             nominated, done, waiting_pod("high-1", "5", 100), waiting_pod("neg", "8", -5)]
+    client = FakeClient([page(items, "10")], [])
+    reflector = fake_reflector(client, watch_timeout=100)
+    recorder = SyncRecorder(reflector)
+    await settle(client, reflector, recorder)
+    # What decides where a pod fits (bound, nominated, finished pods) comes with the sync; the waiting pods
+    # after it, by priority (highest first). A list from the watch cache comes in no order: scorer takes
+    # it by key, as etcd's (ties too).
+    assert recorder.of("ns/") == [("add", f"ns/{name}") for name in (
+        "bound", "done", "nominated", "high-1", "high-2", "low", "none", "neg")]
+    assert recorder.synced_at_add == {"ns/bound": False, "ns/nominated": False, "ns/done": False,
+                                      "ns/high-1": True, "ns/high-2": True, "ns/low": True, "ns/none": True,
+                                      "ns/neg": True}
+    # The watch starts once every waiting pod was delivered, from the list's resourceVersion.
+    assert [(kind, params.get("resourceVersion")) for kind, params in client.calls] == [("list", "0"),
+                                                                                       ("watch", "10")]
+    assert sorted(reflector.store) == sorted(f"ns/{name}" for name in (
+        "bound", "nominated", "done", "high-1", "high-2", "low", "none", "neg"))
+
+
+async def test_a_relist_delivers_waiting_pods_with_the_list(monkeypatch) -> None:
+    deferred_counts: list[int] = []
+    deliver_deferred = Reflector._deliver_deferred
+
+    async def counting(self: Reflector, deferred: list[Any]) -> None:
+        deferred_counts.append(len(deferred))
+        await deliver_deferred(self, deferred)
+
+    monkeypatch.setattr(Reflector, "_deliver_deferred", counting)
+    client = FakeClient([page([waiting_pod("a", "1")], "5"), page([waiting_pod("a", "1"), waiting_pod("b", "2", 9)],
+                                                                 "6")],
+                        [FakeStream(body=orjson.dumps(status_body(410, "Expired", "too old")), status=410)])
+    reflector = fake_reflector(client, watch_timeout=100)
+    recorder = SyncRecorder(reflector)
+    await settle(client, reflector, recorder)
+    assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b")]
+    assert deferred_counts == [1]  # only the first list defers: b comes with the re-list, as before
+    assert [(kind, params.get("resourceVersion")) for kind, params in client.calls][:3] == [
+        ("list", "0"), ("watch", "5"), ("list", None)]
 
 
 async def test_bookmarks_only_advance_the_resource_version() -> None:
@@ -363,7 +436,7 @@ async def test_an_expired_continue_token_falls_back_to_one_full_list() -> None:
     reflector, recorder = fake_reflector(client, page_size=1), Recorder()
     await settle(client, reflector, recorder)
     assert [params for kind, params in client.calls if kind == "list"] == [
-        {"limit": "1"}, {"limit": "1", "continue": "t"}, {}]
+        {"limit": "1", "resourceVersion": "0"}, {"limit": "1", "continue": "t"}, {"resourceVersion": "0"}]
     assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b")]
 
 
@@ -380,7 +453,8 @@ async def test_watch_start_failures_resume_or_relist(caplog) -> None:
         await settle(client, reflector, Recorder())
     kinds = [(kind, params.get("resourceVersion")) for kind, params in client.calls]
     # unreachable, 500, 429: the watch resumes from 10; an undecodable event: re-list (11); 403: re-list again.
-    assert kinds == [("list", None), ("watch", "10"), ("watch", "10"), ("watch", "10"), ("watch", "10"),
+    # The first list reads the watch cache (resourceVersion=0), the re-lists etcd.
+    assert kinds == [("list", "0"), ("watch", "10"), ("watch", "10"), ("watch", "10"), ("watch", "10"),
                      ("list", None), ("watch", "11"), ("list", None)]
     collector_registry = reflector.metrics.collector_registry
     assert sample(collector_registry, "scorer_reflector_watch_restarts_total", resource="pods", reason="error") == 5
@@ -856,15 +930,33 @@ async def test_a_paginated_list_delivers_every_object(control_plane, fault_proxy
     cluster.namespace("rf-page")
     for i in range(11):
         cluster.pod("rf-page", f"p{i:02d}")
-    reflector, recorder = pods_reflector(proxied_client, page_size=3), Recorder()
+    reflector, recorder = pods_reflector(proxied_client, page_size=3, list_from_cache=False), Recorder()
     async with running(reflector.run(recorder)):
         await asyncio.wait_for(reflector.wait_for_sync(), 15)
+        await until(lambda: len(recorder.of("rf-page/")) == 11, "the pods waiting, delivered after the sync")
         assert sorted(recorder.of("rf-page/")) == [("add", f"rf-page/p{i:02d}") for i in range(11)]
         assert in_step(reflector, cluster, "rf-page")()
     lists = [r for r in fault_proxy.requests if r.path == "/api/v1/pods" and not r.watch]
     assert len(lists) >= 4 and all(r.query["limit"] == "3" for r in lists)
     assert [("continue" in r.query) for r in lists] == [False] + [True] * (len(lists) - 1)
     assert fault_proxy.watches("/api/v1/pods")[0].query["allowWatchBookmarks"] == "true"
+
+
+@kube
+async def test_the_first_list_reads_the_watch_cache_in_one_page(control_plane, fault_proxy, proxied_client) -> None:
+    cluster = Cluster(control_plane)
+    cluster.namespace("rf-cache")
+    for i in range(11):
+        cluster.pod("rf-cache", f"p{i:02d}")
+    reflector, recorder = pods_reflector(proxied_client, page_size=3), Recorder()
+    async with running(reflector.run(recorder)):
+        await asyncio.wait_for(reflector.wait_for_sync(), 15)
+        await until(lambda: len(recorder.of("rf-cache/")) == 11, "every pod")
+        assert sorted(recorder.of("rf-cache/")) == [("add", f"rf-cache/p{i:02d}") for i in range(11)]
+        assert in_step(reflector, cluster, "rf-cache")()
+    lists = [r for r in fault_proxy.requests if r.path == "/api/v1/pods" and not r.watch]
+    # kube-apiserver answers resourceVersion=0 from its watch cache, whole: the limit is not applied there.
+    assert [r.query for r in lists] == [{"limit": "3", "resourceVersion": "0"}]
 
 
 @kube

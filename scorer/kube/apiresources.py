@@ -43,7 +43,10 @@ class Resource:
     resourceVersion, to tell changed objects in a re-list (None: the objects
     are compared, for models that keep no resourceVersion); ``update``, given
     the last object delivered and the API's JSON of its new version, builds the
-    new object more cheaply than ``decode`` where it can, else returns None.
+    new object more cheaply than ``decode`` where it can, else returns None;
+    ``deferrable``, given an object of the first list, returns its place among the
+    objects delivered after the sync (lowest first), or None for one delivered
+    with the list (see ``scorer.kube.reflector``'s List).
     """
 
     name: str
@@ -56,6 +59,7 @@ class Resource:
     fallback_paths: tuple[str, ...] = ()
     optional: bool = False
     update: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    deferrable: Callable[[Mapping[str, Any]], int | None] | None = None
 
     @property
     def handler_kind(self) -> str:
@@ -78,6 +82,20 @@ class Resource:
         if self.version is None:
             return bool(old != new)
         return bool(self.version(old) != self.version(new))
+
+
+def _waiting_pod_order(raw: Mapping[str, Any]) -> int | None:
+    """A pod that only waits to be scheduled (no node, no nominated node, not finished): minus its priority,
+    so that the highest priorities come first; None for any other pod (it is part of what the scheduler
+    must know before it places one: bound pods use nodes, a nomination reserves room on one)."""
+    spec, status = raw.get("spec"), raw.get("status")
+    if not isinstance(spec, Mapping) or spec.get("nodeName"):
+        return None
+    if isinstance(status, Mapping) and (status.get("nominatedNodeName")
+                                        or status.get("phase") in ("Succeeded", "Failed")):
+        return None
+    priority = spec.get("priority")
+    return -priority if type(priority) is int else 0
 
 
 def _workload(kind: str) -> Callable[[Mapping[str, Any]], Any]:
@@ -120,7 +138,7 @@ RESOURCES: dict[str, Resource] = {r.name: r for r in (
     Resource("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", "persistentvolumeclaim",
              _storage("PersistentVolumeClaim"), namespaced=True, version=_resource_version, handlers="storage"),
     Resource("pods", "/api/v1/pods", "pod", pod_from_dict, namespaced=True, version=_resource_version,
-             update=pod_update_from_dict),
+             update=pod_update_from_dict, deferrable=_waiting_pod_order),
 )}
 # The workload kinds (Services, controllers, PodDisruptionBudgets), in RESOURCES order.
 WORKLOAD_RESOURCES: tuple[str, ...] = tuple(r.name for r in RESOURCES.values() if r.handlers == "workload")

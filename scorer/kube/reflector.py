@@ -12,6 +12,25 @@ client-go's reflector and informer do (reference ``kubernetes-api-client.md``
   of later collections). The list is then delivered against the reflector's
   own store: an add for a new object, an update when the resourceVersion
   changed, a delete for an object that is gone. The first list is all adds.
+
+  The first list asks for ``resourceVersion=0``, as client-go's reflector
+  does: the API server answers from its watch cache, at once and in one page
+  (it ignores ``limit`` there), where a list from etcd takes a round trip and
+  a quorum read per page; re-lists read etcd, paginated (``list_from_cache``
+  False makes the first one do so too). Each item's JSON is dropped as soon
+  as it is decoded, so a list is not held twice.
+
+  The first list of a resource with ``deferrable`` (the pods) delivers the
+  objects it names (pods that only wait to be scheduled) after the sync,
+  decoded and delivered ``DEFERRED_CHUNK`` at a time in its order (the
+  highest priorities first) with the event loop free between chunks: the
+  scheduler, which starts at the sync, places the first pods while the rest
+  of a backlog is still being decoded, instead of after all of it (about
+  50 us of decoding per pod). Everything that decides where a pod fits
+  (nodes, bound pods, nominated pods) is delivered before the sync, as
+  before; a waiting pod delivered a little later is what a pod created a
+  little later would be. The watch starts once every deferred object is
+  delivered.
 * **Watch** from the list's resourceVersion (``allowWatchBookmarks``,
   ``timeoutSeconds`` with a ±10 % jitter), tracking the resourceVersion of
   every event and bookmark. A watch that ends at its timeout is renewed at
@@ -94,7 +113,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import attrs
 import orjson
@@ -111,6 +130,8 @@ from scorer.tasks import Backoff
 log = logging.getLogger("scorer.kube.reflector")
 
 DEFAULT_PAGE_SIZE = 500
+# The first list's deferred objects are decoded and delivered this many at a time (a few ms of work).
+DEFERRED_CHUNK = 64
 DEFAULT_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for this ±10 %
 WATCH_TIMEOUT_JITTER = 0.1
 # A watch is silent between events: the read timeout only catches a server gone quiet past its own deadline.
@@ -277,6 +298,16 @@ def _status_error(response: ApiResponse, cap: float) -> WatchError:
     return WatchError(f"HTTP {status}", message, relist=True)
 
 
+class _Deferred(NamedTuple):
+    """An object of the first list delivered after the sync: its place, its position in the list (ties
+    keep the list's order), its key and its JSON, decoded when delivered."""
+
+    place: int
+    position: int
+    key: str
+    raw: Mapping[str, Any]
+
+
 class _NotServed(Exception):
     """Discovery found an optional resource in none of its group versions."""
 
@@ -326,13 +357,14 @@ class Reflector:
     is the last one seen. ``deliver_after`` (awaited before each list is
     delivered) orders the first lists of several reflectors. ``delays`` are
     the waits before trying again; ``sleep`` waits them (tests record them).
+    ``list_from_cache``: the first list asks for ``resourceVersion=0``.
     """
 
     def __init__(self, client: ApiClient, resource: Resource, *, metrics: ReflectorMetrics | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
                  on_invalid: InvalidCallback | None = None, delays: RetryDelays = DEFAULT_DELAYS,
                  deliver_after: Callable[[], Awaitable[None]] | None = None, rng: random.Random | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, list_from_cache: bool = True) -> None:
         self.client = client
         self.resource = resource
         self.metrics = metrics if metrics is not None else ReflectorMetrics()
@@ -341,6 +373,7 @@ class Reflector:
         self.on_invalid = on_invalid
         self.delays = delays
         self.deliver_after = deliver_after
+        self.list_from_cache = list_from_cache
         self.store: dict[str, Any] = {}
         self.resource_version = ""
         # The path read: resource.path, or a fallback the server serves (chosen before the first list).
@@ -542,16 +575,19 @@ class Reflector:
         raise WatchError("an unserved resource", f"the API server serves none of {tried}")
 
     async def _list(self) -> None:
-        """One LIST of every page, decoded with the GC paused, then delivered against the store."""
+        """One LIST of every page, decoded with the GC paused, then delivered against the store; on the first
+        list, what ``resource.deferrable`` names is delivered after the sync."""
         if self.path is None:
             self._state = "discovering"
             self.path = await self._choose_path()
         self._state = "listing"
         self._streaming = self._watch_works = False
         self._lists.inc()
+        first = not self.has_synced()
         items: dict[str, Any] = {}
+        deferred: list[_Deferred] | None = [] if first and self.resource.deferrable is not None else None
         with GC_PAUSE.paused():
-            version = await self._list_pages(items)
+            version = await self._list_pages(items, deferred, from_cache=first and self.list_from_cache)
         self._answered()
         if self.deliver_after is not None:
             self._state = "listed, waiting for the resources delivered first"
@@ -559,22 +595,30 @@ class Reflector:
         with GC_PAUSE.paused():
             self._replace(items)
         del items
-        if not self._frozen:
-            gc.freeze()  # the first cache is long-lived: keep it out of every later collection
-            self._frozen = True
         self.resource_version = version
         self._listed_at = time.time()
         self._last_sync.set(self._listed_at)
         self._synced.set()
+        if deferred:
+            await self._deliver_deferred(deferred)
+        if not self._frozen:
+            gc.freeze()  # the first cache is long-lived: keep it out of every later collection
+            self._frozen = True
 
-    async def _list_pages(self, items: dict[str, Any]) -> str:
+    async def _list_pages(self, items: dict[str, Any], deferred: list[_Deferred] | None = None, *,
+                          from_cache: bool = False) -> str:
+        """Every page of the list into ``items`` (key -> decoded object), except what ``deferred`` (when
+        given) takes: the objects ``resource.deferrable`` names, with their place, not yet decoded."""
         path = self._path()
         limit, token, version = self.page_size, "", ""
         seen: set[str] = set()
+        deferrable = self.resource.deferrable if deferred is not None else None
         while True:
             params = {"limit": str(limit)} if limit > 0 else {}
             if token:
                 params["continue"] = token
+            elif from_cache:
+                params["resourceVersion"] = "0"
             response = await self.client.request("GET", path, params=params)
             if response.status == 410 and token:
                 log.info("%s reflector: the list's continue token expired; listing again in one page",
@@ -582,6 +626,8 @@ class Reflector:
                 limit, token = 0, ""
                 items.clear()
                 seen.clear()
+                if deferred is not None:
+                    deferred.clear()
                 continue
             if response.status != 200:
                 raise _status_error(response, self.delays.retry_after_cap)
@@ -589,16 +635,18 @@ class Reflector:
                 body = response.json()
             except orjson.JSONDecodeError as error:
                 raise WatchError("an undecodable list", f"GET {path}: the body is not JSON: {error}") from None
+            del response  # (the page's bytes: only its decoded JSON is kept)
             if not isinstance(body, Mapping):
                 raise WatchError("an undecodable list", f"GET {path}: {describe_value(body)} is not a list")
-            for raw in body.get("items") or ():
-                if not isinstance(raw, Mapping):
-                    continue
-                key = self.resource.key(raw)
-                if key is None:
-                    self._report_nameless(raw)
-                    continue
+            entries = self._keyed(body.get("items"), ordered=from_cache and not token)
+            while entries:
+                key, raw = entries.pop()  # (each item's JSON goes once it is decoded)
                 seen.add(key)
+                place = deferrable(raw) if deferrable is not None else None
+                if place is not None:
+                    assert deferred is not None
+                    deferred.append(_Deferred(place, len(deferred), key, raw))
+                    continue
                 obj = self._decode(key, raw)
                 if obj is not None:
                     items[key] = obj
@@ -615,6 +663,43 @@ class Reflector:
         for key in [k for k in self._invalid if k not in seen]:
             del self._invalid[key]
         return version
+
+    def _keyed(self, raws: object, *, ordered: bool) -> list[tuple[str, Mapping[str, Any]]]:
+        """A page's items with their keys, last first (they are popped); sorted by key when ``ordered``: a
+        list from the watch cache comes in no order, one from etcd by key, and scorer delivers them alike."""
+        entries: list[tuple[str, Mapping[str, Any]]] = []
+        for raw in raws if isinstance(raws, list) else ():
+            if not isinstance(raw, Mapping):
+                continue
+            key = self.resource.key(raw)
+            if key is None:
+                self._report_nameless(raw)
+                continue
+            entries.append((key, raw))
+        if isinstance(raws, list):
+            raws.clear()  # (the entries hold them now, dropped one by one)
+        if ordered:
+            entries.sort(key=_first, reverse=True)
+        else:
+            entries.reverse()
+        return entries
+
+    async def _deliver_deferred(self, deferred: list[_Deferred]) -> None:
+        """Decode and deliver the first list's deferred objects as adds, in their place's order,
+        ``DEFERRED_CHUNK`` at a time, the event loop free between chunks."""
+        handlers = self._require_handlers()
+        deferred.sort(reverse=True)  # popped from the end: lowest place first, each entry dropped as delivered
+        total = len(deferred)
+        while deferred:
+            self._state = f"listed, delivering the objects waiting ({total - len(deferred)} of {total} delivered)"
+            with GC_PAUSE.paused():
+                for _ in range(min(DEFERRED_CHUNK, len(deferred))):
+                    entry = deferred.pop()
+                    obj = self._decode(entry.key, entry.raw)
+                    if obj is not None:
+                        self.store[entry.key] = obj
+                        self._deliver(handlers.add, entry.key, obj)
+            await asyncio.sleep(0)
 
     def _replace(self, items: dict[str, Any]) -> None:
         """Deliver ``items`` (the whole list) against the store: deletes first, then adds and updates."""
@@ -798,6 +883,10 @@ class Reflector:
         if self._handlers is None:
             raise RuntimeError(f"{self.resource.name} reflector: no handlers bound (call run or bind first)")
         return self._handlers
+
+
+def _first(entry: tuple[str, Any]) -> str:
+    return entry[0]
 
 
 def _version_of(raw: Mapping[str, Any]) -> str:
