@@ -24,7 +24,7 @@ from scorer.framework.events import ClusterEvent
 from scorer.framework.runtime import Framework, Handle
 from scorer.metrics import SchedulerMetrics
 from scorer.model import Pod
-from scorer.queue import SchedulingQueue
+from scorer.queue import QUEUE_EVENT_POOLS, SchedulingQueue
 from scorer.registry import PluginInfo, PluginRegistry, build_registry
 from scorer.scheduler import DEFAULT_MAX_CONCURRENT_BINDINGS, Scheduler
 from scorer.sources import MetricsSnapshot, SourceHub
@@ -132,6 +132,7 @@ def assemble(
         on_incoming=metrics.observe_incoming,
         on_unschedulable=metrics.unschedulable_changed,
     )
+    metrics.expect_incoming(QUEUE_EVENT_POOLS)
     recorder = BufferedRecorder(cluster, capacity=event_buffer)
     recorder.deletions_given_up.append(cache.forget_deletion)  # the victim stays: no longer assumed deleted
     scheduler = Scheduler(

@@ -206,6 +206,11 @@ class SchedulerMetrics:
         child.observe(seconds)
         self.pod_scheduling_attempts.observe(attempts)
 
+    def expect_incoming(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Make ``scheduler_queue_incoming_pods_total`` of each (queue, event) pair exist at 0."""
+        for queue, event in pairs:
+            labelled_child(self._incoming_children, self.queue_incoming_pods, (queue, event))
+
     def observe_incoming(self, queue: str, event: str) -> None:
         """A pod entered the queue's pool ``queue`` (active, backoff, unschedulable, gated) on ``event``."""
         labelled_child(self._incoming_children, self.queue_incoming_pods, (queue, event)).inc()

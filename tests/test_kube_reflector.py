@@ -19,10 +19,10 @@ from faultproxy import FaultProxy, status_body, watch_error_line
 from prometheus_client import CollectorRegistry
 
 from scorer.cluster.memory import workload_key
+from scorer.kube import reflector as reflector_module
 from scorer.kube.apiresources import RESOURCES
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
-from scorer.kube import reflector as reflector_module
 from scorer.kube.reflector import (
     GC_PAUSE,
     RELIST_REASONS,

@@ -80,6 +80,17 @@ def test_buckets_names_and_labels_follow_kube_scheduler():
         "scorer_build_info", {"version": __version__, "python": platform.python_version()}) == 1
 
 
+def test_the_queues_own_incoming_series_exist_at_0_from_the_start():
+    asm, _ = build(None, [make_node("n1")], [])
+    for queue, event in (("active", "PodAdd"), ("gated", "PodAdd"), ("unschedulable", "ScheduleAttemptFailure"),
+                         ("backoff", "ScheduleAttemptFailure"), ("active", "BackoffComplete"),
+                         ("active", "UnschedulableTimeout"), ("backoff", "UnschedulableTimeout"),
+                         ("active", "ForceActivate")):
+        assert value(asm, "scheduler_queue_incoming_pods_total", queue=queue, event=event) == 0, (queue, event)
+    # A cluster event's label comes with its first move (there are too many to list them all).
+    assert value(asm, "scheduler_queue_incoming_pods_total", queue="active", event="NodeAdd") is None
+
+
 @pytest.mark.parametrize(("attempts", "label"), [(1, "1"), (14, "14"), (15, "15+"), (40, "15+")])
 def test_sli_attempts_label(attempts, label):
     assert sli_attempts_label(attempts) == label

@@ -44,7 +44,7 @@ The modules:
 
 from scorer.queue.flight import MAX_IN_FLIGHT_EVENTS
 from scorer.queue.nominator import Nominator
-from scorer.queue.pools import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE
+from scorer.queue.pools import ACTIVE, BACKOFF, GATED, IN_FLIGHT, QUEUE_EVENT_POOLS, UNSCHEDULABLE
 from scorer.queue.priority import SchedulingQueue
 from scorer.queue.quiet import MAX_RELEASES, RELEASE_AFTER_CHANGES
 
@@ -55,6 +55,7 @@ __all__ = [
     "IN_FLIGHT",
     "MAX_IN_FLIGHT_EVENTS",
     "MAX_RELEASES",
+    "QUEUE_EVENT_POOLS",
     "RELEASE_AFTER_CHANGES",
     "UNSCHEDULABLE",
     "Nominator",

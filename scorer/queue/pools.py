@@ -12,6 +12,13 @@ from typing import Generic, Protocol, TypeVar
 
 import attrs
 
+from scorer.framework.events import (
+    BACKOFF_COMPLETE,
+    FORCE_ACTIVATE,
+    POD_ADD,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULABLE_TIMEOUT,
+)
 from scorer.framework.types import QueuedPodInfo
 
 # Pool names, as in scheduler_pending_pods{queue} and scheduler_queue_incoming_pods_total{queue}.
@@ -20,6 +27,17 @@ BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 IN_FLIGHT = "in_flight"  # not a pool: returned by add/update for a pod being scheduled
+
+# The (pool, event) pairs the queue's own events can count in scheduler_queue_incoming_pods_total: they exist
+# at 0 from the start, so that increase() sees the first of each (the cluster events' labels come as they
+# happen). A new pod enters active or gated; a failed attempt any pool; a backoff that ends, active or gated;
+# a pod unschedulable for too long, or activated, active, backoff or gated.
+QUEUE_EVENT_POOLS: tuple[tuple[str, str], ...] = (
+    *((pool, POD_ADD) for pool in (ACTIVE, GATED)),
+    *((pool, SCHEDULE_ATTEMPT_FAILURE) for pool in (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED)),
+    *((pool, BACKOFF_COMPLETE) for pool in (ACTIVE, GATED)),
+    *((pool, label) for label in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) for pool in (ACTIVE, BACKOFF, GATED)),
+)
 
 
 class _Keyed(Protocol):
