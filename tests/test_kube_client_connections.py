@@ -1,0 +1,64 @@
+"""scorer.kube.client's connections: requests share a bounded pool, streams (watches) have their own."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient
+from scorer.kube.config import ClusterAccess
+
+
+async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_server) -> None:
+    peers: set[tuple[str, int]] = set()
+    busy = peak = 0
+    release_streams = asyncio.Event()
+    streams_open = 0
+
+    async def binding(request: web.Request) -> web.Response:
+        nonlocal busy, peak
+        assert request.transport is not None
+        peers.add(request.transport.get_extra_info("peername")[:2])
+        busy += 1
+        peak = max(peak, busy)
+        await asyncio.sleep(0.05)
+        busy -= 1
+        return web.json_response({}, status=201)
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        nonlocal streams_open
+        response = web.StreamResponse()
+        await response.prepare(request)
+        streams_open += 1
+        await response.write(b'{"type":"BOOKMARK"}\n')
+        await asyncio.wait_for(release_streams.wait(), 10)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/{namespace}/pods/{name}/binding", binding)
+    app.router.add_get("/api/v1/pods", watch)
+    server = await aiohttp_server(app)
+    watches = REQUEST_CONNECTIONS + 4  # more streams than the requests' pool holds
+
+    async with ApiClient(ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test")) as client:
+
+        async def hold_a_watch() -> bytes:
+            async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}) as stream:
+                line = await stream.readline()
+                await asyncio.wait_for(release_streams.wait(), 10)
+                return line
+
+        held = [asyncio.create_task(hold_a_watch()) for _ in range(watches)]
+        for _ in range(200):
+            if streams_open == watches:
+                break
+            await asyncio.sleep(0.01)
+        assert streams_open == watches  # every stream got a connection of its own
+        answers = await asyncio.wait_for(asyncio.gather(*(
+            client.request("POST", f"/api/v1/namespaces/ns/pods/p{i}/binding", body={}) for i in range(40))), 10)
+        assert [answer.status for answer in answers] == [201] * 40  # none waited behind the streams
+        release_streams.set()
+        assert await asyncio.gather(*held) == [b'{"type":"BOOKMARK"}\n'] * watches
+    # 40 concurrent requests went over at most REQUEST_CONNECTIONS connections, reused.
+    assert peak == REQUEST_CONNECTIONS and len(peers) == REQUEST_CONNECTIONS
