@@ -27,10 +27,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 # The numeric uid/gid the Deployment's securityContext runs as (runAsUser: 10001).
 RUN groupadd --system --gid 10001 scorer \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin scorer
-# The wheels are bind-mounted, not copied: they stay out of the image's layers. pip, setuptools and
-# wheel go once scorer is installed: nothing builds or installs packages at run time.
+# The wheels are bind-mounted, not copied: they stay out of the image's layers. One `scorer plugins`
+# writes the cache of attrs' generated code beside scorer's bytecode (README, "Start-up"); the image
+# writes no bytecode at run time. pip, setuptools and wheel go once scorer is installed: nothing builds
+# or installs packages at run time.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels scorer scorer-loadaware scorer-networktraffic \
+ && PYTHONDONTWRITEBYTECODE= scorer plugins >/dev/null \
  && pip uninstall --yes pip setuptools wheel
 USER 10001:10001
 EXPOSE 10259

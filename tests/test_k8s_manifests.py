@@ -305,6 +305,8 @@ def test_the_image_is_multi_stage_on_a_slim_python(container) -> None:
     # Nothing is compiled or fetched in the final stage: wheels from the builder, installed without an index.
     assert not re.search(r"apt-get|apk |gcc|g\+\+|build-essential|pip wheel|pip install \.", final_text)
     assert "--no-index" in final_text and "from=builder" in final_text
+    # The build writes the cache of attrs' generated code once (the image writes no bytecode at run time).
+    assert "PYTHONDONTWRITEBYTECODE= scorer plugins" in final_text
     assert not [rest for op, rest in final["instructions"] if op in ("COPY", "ADD") and "--from=" not in rest]
 
 

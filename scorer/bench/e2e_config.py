@@ -303,7 +303,8 @@ def extender_command(config_file: Path, kubeconfig: Path, port: int, snapshot_fi
 # (pip compiles at install time): an editable install run with PYTHONDONTWRITEBYTECODE (set on some machines)
 # would compile every module of scorer at each start, about 0.2 s of CPU that kube-scheduler, a compiled
 # binary, never pays. So Python processes get a bytecode cache of their own (PYTHONPYCACHEPREFIX), filled
-# by one ``scorer plugins`` (every scorer module and every installed plugin imported) before the measured start.
+# by one ``scorer plugins`` (every scorer module and every installed plugin imported) before the measured start;
+# it writes there the cache of attrs' generated code too (``scorer.codecache``), as the image's build does.
 BYTECODE_WARM_UP_SECONDS = 120.0
 
 
