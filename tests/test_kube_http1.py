@@ -102,22 +102,33 @@ async def test_chunked_and_until_close_bodies_and_connection_close() -> None:
         assert client.opened == 2
 
 
-async def test_a_kept_connection_the_server_closed_is_replaced_and_the_request_sent_once() -> None:
-    answered = 0
-
+async def test_a_kept_connection_the_server_closed_is_not_used_again() -> None:
     async def once_per_connection(request: bytes, writer: asyncio.StreamWriter) -> bool:
-        nonlocal answered
-        answered += 1
         writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
-        return False  # then closes: the client's kept connection is stale
+        return False  # then closes: the client's kept connection is at its end
 
     async with Server(once_per_connection) as server:
         client = pool(server)
         await client.request("POST", "/a", {}, b"1", 5)
         await asyncio.sleep(0.05)
         assert (await client.request("POST", "/b", {}, b"2", 5))[0] == 201
-    assert answered == 2 and [r.split(b" ")[1] for r in server.requests] == [b"/prefix/a", b"/prefix/b"]
+    assert client.opened == 2 and [r.split(b" ")[1] for r in server.requests] == [b"/prefix/a", b"/prefix/b"]
+
+
+async def test_a_post_without_an_answer_is_not_sent_again() -> None:
+    async def answers_only_the_first(request: bytes, writer: asyncio.StreamWriter) -> bool:
+        if b"/first" not in request:
+            return False  # read, then closed without a word
+        writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        return True
+
+    async with Server(answers_only_the_first) as server:
+        client = pool(server)
+        await client.request("POST", "/first", {}, None, 5)
+        with pytest.raises(TransportError, match="closed the connection without answering"):
+            await client.request("POST", "/second", {}, None, 5)
+    assert [r.split(b" ")[1] for r in server.requests] == [b"/prefix/first", b"/prefix/second"]
 
 
 @pytest.mark.parametrize(("answer", "message"), [
@@ -178,6 +189,15 @@ async def test_requests_beyond_the_connections_wait_for_one() -> None:
         client = pool(server)
         answers = await asyncio.gather(*(client.request("POST", "/x", {}, None, 5) for _ in range(20)))
     assert [a[0] for a in answers] == [201] * 20 and peak == 4 and client.opened == 4
+
+
+async def test_a_line_break_in_the_path_or_a_header_is_not_sent() -> None:
+    async with Server(created()) as server:
+        client = pool(server)
+        for path, headers in (("/x\r\nX-Evil: 1", {}), ("/x", {"Authorization": "Bearer t\r\nX-Evil: 1"})):
+            with pytest.raises(TransportError, match="a line break"):
+                await client.request("POST", path, headers, None, 5)
+    assert server.requests == []
 
 
 def test_only_http_urls() -> None:

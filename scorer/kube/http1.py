@@ -16,9 +16,10 @@ compression, proxies, ``Expect: 100-continue``, pipelining.
 
 Every failure is a ``TransportError`` naming what happened: refused, reset, TLS, an answer that is
 not HTTP/1.x or is too large, the timeout (the whole request, waiting for a connection included).
-The connection it happened on is closed. A request sent on a kept-alive connection that the server
-had already closed (it answers nothing at all: end of stream before the first byte) is sent again
-once on a new connection, as Go's and aiohttp's clients do: the server never read it.
+The connection it happened on is closed. Nothing is sent twice: a POST is not idempotent (a binding
+sent again would fail as a conflict after the first succeeded), so a kept-alive connection is
+checked before it is used (one the server closed while idle is dropped then), and a request that
+got no answer is the caller's to retry, as with aiohttp, which retries no POST either.
 """
 
 from __future__ import annotations
@@ -39,10 +40,6 @@ MAX_BODY = 16 * 1024 * 1024
 
 class TransportError(Exception):
     """The request got no complete HTTP answer (message: what happened)."""
-
-
-class _Stale(Exception):
-    """End of stream before the first byte of an answer."""
 
 
 class _Connection:
@@ -79,48 +76,43 @@ class Http1Pool:
     async def request(self, method: str, path: str, headers: Mapping[str, str], body: bytes | None,
                       timeout: float) -> tuple[int, dict[str, str], bytes]:
         """(status, headers with lower-case names, body) of ``method`` ``path``; ``TransportError``."""
+        if any("\r" in part or "\n" in part for part in (method, path, *headers.keys(), *headers.values())):
+            raise TransportError("a line break in the request line or a header: not sent")
         head = [f"{method} {self.prefix}{path} HTTP/1.1".encode(), b"Host: " + self._host_header]
         head.extend(f"{name}: {value}".encode() for name, value in headers.items())
         head.append(b"Content-Length: %d" % len(body or b""))
         data = b"\r\n".join(head) + b"\r\n\r\n" + (body or b"")
         try:
             async with asyncio.timeout(timeout), self._slots:
-                for attempt in range(2):
-                    connection, reused = await self._connection()
-                    try:
-                        status, answer_headers, answer, keep = await self._exchange(connection, data, method)
-                    except _Stale:
-                        connection.close()
-                        if reused and attempt == 0:
-                            continue  # the server had closed it while idle: it never read this request
-                        raise TransportError("the server closed the connection without answering") from None
-                    except BaseException:
-                        connection.close()
-                        raise
-                    if keep:
-                        connection.idle_since = time.monotonic()
-                        self._idle.append(connection)
-                    else:
-                        connection.close()
-                    return status, answer_headers, answer
+                connection = await self._connection()
+                try:
+                    status, answer_headers, answer, keep = await self._exchange(connection, data, method)
+                except BaseException:
+                    connection.close()
+                    raise
+                if keep:
+                    connection.idle_since = time.monotonic()
+                    self._idle.append(connection)
+                else:
+                    connection.close()
+                return status, answer_headers, answer
         except TimeoutError:
             raise TransportError(f"no answer within {timeout:g}s") from None
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as error:
             raise TransportError(f"{type(error).__name__}: {error}") from None
-        raise AssertionError("unreachable")  # (the loop returns or raises)
 
-    async def _connection(self) -> tuple[_Connection, bool]:
-        """A kept-alive connection that is still open (True), else a new one (False)."""
+    async def _connection(self) -> _Connection:
+        """A kept-alive connection that is still open, else a new one."""
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()
             if now - connection.idle_since < KEEPALIVE and not connection.reader.at_eof():
-                return connection, True
+                return connection
             connection.close()
         reader, writer = await asyncio.open_connection(self.host, self.port, ssl=self.ssl, limit=MAX_HEAD,
                                                        server_hostname=self.host if self.ssl else None)
         self.opened += 1
-        return _Connection(reader, writer), False
+        return _Connection(reader, writer)
 
     async def _exchange(self, connection: _Connection, data: bytes, method: str
                         ) -> tuple[int, dict[str, str], bytes, bool]:
@@ -131,7 +123,7 @@ class Http1Pool:
             head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.IncompleteReadError as error:
             if not error.partial:
-                raise _Stale() from None
+                raise TransportError("the server closed the connection without answering") from None
             raise TransportError("the connection closed in the middle of the answer's headers") from None
         lines = head[:-4].decode("latin-1").split("\r\n")
         version, _, rest = lines[0].partition(" ")
