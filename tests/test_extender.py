@@ -174,7 +174,7 @@ def test_node_names_are_kept_within_a_byte_budget():
     before = len(names)
     with pytest.raises(BadRequest, match="NodeNames\\[1\\]"):
         names.check(["ok", LONG, "Bad"], "NodeNames[{}]")
-    assert LONG not in names._prefixes and "Bad" not in names._prefixes and len(names) <= before + 1
+    assert LONG not in names and "Bad" not in names and len(names) <= before + 1
 
 
 def test_results_are_written_pascal_case_in_the_form_asked():
