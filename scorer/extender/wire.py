@@ -375,8 +375,8 @@ def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: Node
         return ExtenderArgs(pod, kept.names, None, kept)
     if decoded is not None:
         assert names is not None
-        ids = names.ids(decoded, "NodeNames[{}]")
-        return ExtenderArgs(pod, tuple(decoded), None, names.keep_list(raw, tuple(decoded), ids))
+        kept = names.keep_list(raw, tuple(decoded), names.ids(decoded, "NodeNames[{}]"))
+        return ExtenderArgs(pod, kept.names, None, kept)
     checked = names if names is not None else NodeNames()
     node_names = fields.get("nodenames")
     node_list = fields.get("nodes")
