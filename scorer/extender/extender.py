@@ -127,6 +127,7 @@ class Extender:
         fwk, pod, table = self.fwk, args.pod, self.cache.table
         rows, known = self._resolve(args)
         statuses: dict[str, Status] = {}
+        rejected: np.ndarray | None = None  # by request position (every name known, none narrowed)
         if len(rows):
             state = CycleState()
             allowed, status = fwk.run_pre_filter(state, pod, NodeBatch(table, rows))
@@ -151,6 +152,10 @@ class Extender:
                     else:
                         for i, position in enumerate(positions):
                             statuses[known[position]] = record.status_at(i)
+                if known is args.node_names and outcome.records:
+                    rejected = np.zeros(len(known), dtype=bool)
+                    for record in outcome.records:
+                        rejected[record.positions] = True
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         reasons: dict[int, str] = {}  # by id of the Status: most nodes share a few
@@ -159,22 +164,24 @@ class Extender:
             if reason is None:
                 reason = reasons[id(status)] = _reason(status)
             (unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed)[name] = reason
-        passed = self._passed(args, statuses)
+        passed = self._passed(args, statuses, rejected)
         if self.decisions is not None:
             self._record("filter", args, {name: {"feasible": name not in statuses,
                                                  "filter": status_json(statuses.get(name))}
                                           for name in args.node_names[:DECISION_NODES]})
         return passed, failed, unresolvable
 
-    def _passed(self, args: ExtenderArgs, statuses: dict[str, Status]) -> list[str]:
-        """The names that pass (no status), in request order. Read through ``self.names`` (``args.kept``),
-        they are kept there under their JSON with their ids: kube-scheduler sends them to prioritize next."""
+    def _passed(self, args: ExtenderArgs, statuses: dict[str, Status], rejected: np.ndarray | None) -> list[str]:
+        """The names that pass (no status; ``rejected``, when given, marks those with one by position), in
+        request order. Read through ``self.names`` (``args.kept``), they are kept there under their JSON with
+        their ids: kube-scheduler sends them to prioritize next."""
         ids = self.names.current_ids(args.kept)
         if ids is None:
             return [name for name in args.node_names if name not in statuses] if statuses else list(args.node_names)
         if statuses:
-            passing = np.fromiter(map(statuses.__contains__, args.node_names), bool, len(ids))
-            np.logical_not(passing, out=passing)
+            if rejected is None:
+                rejected = np.fromiter(map(statuses.__contains__, args.node_names), bool, len(ids))
+            passing = np.logical_not(rejected)
             passed = list(itertools.compress(args.node_names, passing.tolist()))
             ids = ids[passing]
         else:

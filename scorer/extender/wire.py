@@ -25,11 +25,10 @@ same array (the filter's answer, or an earlier request), reads the rest of the
 body only; the names are neither decoded nor checked again (``NameList``).
 
 What is kept between requests is bounded whatever a client sends: the node
-names (``NodeNames``: checked names and their answer prefixes, at most
+names (``NodeNames``: checked names and the pieces of their answers, at most
 ``NodeNames.MAX_BYTES``; the last ``NodeNames.LISTS`` arrays of names, at most
-``NodeNames.LIST_BYTES`` of JSON) and the decoded pods (``PodCache``: pods
-whose JSON is at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of
-them).
+``NodeNames.LIST_BYTES``) and the decoded pods (``PodCache``: pods whose JSON is
+at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
 """
 
 from __future__ import annotations
