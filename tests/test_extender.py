@@ -330,17 +330,19 @@ def test_prioritize_reads_the_names_the_filter_passed_from_its_answer():
 async def test_the_endpoints_answer_as_before_when_names_are_kept(aiohttp_client):
     service = make_service()
     client = await aiohttp_client(service.app())
-    for _ in range(2):  # (the second time every array is kept)
-        filtered = await (await client.post("/scheduler/filter", data=body(["busy", "idle", "new", "half"]))).read()
+    # (every name known: the filter's passing names by the positions it rejected; "new": by name)
+    for requested in (["busy", "idle", "half"], ["busy", "idle", "new", "half"]) * 2:  # (the second time kept)
+        filtered = await (await client.post("/scheduler/filter", data=body(requested))).read()
         passed = orjson.loads(filtered)["NodeNames"]
+        assert passed == [name for name in requested if name != "busy"]
         prioritized = await (await client.post("/scheduler/prioritize", data=body(passed))).read()
         extender = Extender(service.asm.frameworks[PROFILE], service.asm.cache, service.asm.sources)
-        args = read_args(body(["busy", "idle", "new", "half"]))
+        args = read_args(body(requested))
         assert filtered == orjson.dumps(filter_result(args, *extender.filter(args)))
         args = read_args(body(passed))
         assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
     text = await (await client.get("/metrics")).text()
-    assert samples(text, "scorer_extender_unknown_nodes_total")[()] == 4  # "new", in each request
+    assert samples(text, "scorer_extender_unknown_nodes_total")[()] == 4  # "new", in each of its requests
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():
