@@ -23,6 +23,7 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
 from scorer.extender import http as extender_http
+from scorer.extender.extender import UNKNOWN_NODE_SCORE
 from scorer.extender.wire import MAX_NODE_NAME, NodeNames, PodCache, filter_result, node_name_error
 from scorer.registry import build_registry
 from scorer.service.app import Service
@@ -174,7 +175,7 @@ def test_node_names_are_kept_within_a_byte_budget():
     before = len(names)
     with pytest.raises(BadRequest, match="NodeNames\\[1\\]"):
         names.check(["ok", LONG, "Bad"], "NodeNames[{}]")
-    assert LONG not in names._prefixes and "Bad" not in names._prefixes and len(names) <= before + 1
+    assert LONG not in names and "Bad" not in names and len(names) <= before + 1
 
 
 def test_results_are_written_pascal_case_in_the_form_asked():
@@ -225,6 +226,123 @@ def test_the_priority_list_is_written_as_json():
     assert len(names) == 3
     with pytest.raises(ValueError, match="2 names and 1 scores"):
         names.write_priorities(["a", "b"], [1])
+
+
+def test_an_array_of_names_sent_again_is_neither_decoded_nor_checked_again():
+    names, pods = NodeNames(), PodCache()
+    first = read_args(body(["idle", "busy"]), pods, names)
+    assert first.kept is not None and first.node_names == ("idle", "busy")
+    again = read_args(body(["idle", "busy"], pod=api_pod("web-2")), pods, names)
+    assert again.kept is first.kept and again.node_names is first.node_names and again.pod.name == "web-2"
+    # kube-scheduler's encoder may end the body with a newline; another order of the same names is another array
+    assert read_args(body(["idle", "busy"]) + b"\n", pods, names).kept is first.kept
+    assert read_args(body(["busy", "idle"]), pods, names).kept is not first.kept
+
+
+@pytest.mark.parametrize("raw", [
+    # the array's pattern inside a string, in a nested object last, keys in another order or case, white space
+    orjson.dumps({"Pod": {**api_pod(), "x": ',"NodeNames":["busy"]}'}, "Nodes": None, "NodeNames": ["idle", "half"]}),
+    orjson.dumps({"Pod": api_pod(), "NodeNames": ["idle", "half"], "x": [{"a": 1, "NodeNames": ["busy"]}]}),
+    orjson.dumps({"NodeNames": ["busy"], "Pod": api_pod(), "nodenames": ["idle", "half"]}),
+    orjson.dumps({"Pod": api_pod(), "x": {"NodeNames": ["busy"]}, "NodeNames": ["idle", "half"]}),
+    b'{"Pod": ' + orjson.dumps(api_pod()) + b', "NodeNames": ["idle", "half"]}',
+    orjson.dumps({"Pod": api_pod(), "NODENAMES": ["busy"], "NodeNames": ["idle", "half"]}),
+])
+def test_names_are_those_of_the_last_top_level_key_however_the_body_is_written(raw):
+    names = NodeNames()
+    for _ in range(2):  # (the second time from the kept array, where the body allows it)
+        args = read_args(raw, PodCache(), names)
+        assert args.node_names == ("idle", "half") and args.pod.name == "web-1" and args.nodes is None
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"Pod":' + orjson.dumps(api_pod()) + b',"NodeNames":["idle"]]}',  # one bracket too many
+    b'{"Pod":' + orjson.dumps(api_pod())[:-1] + b',"NodeNames":["idle"]}',  # the Pod not closed
+    b'[{"Pod":' + orjson.dumps(api_pod()) + b',"NodeNames":["idle"]}',
+])
+def test_a_body_that_only_looks_like_kube_schedulers_is_refused_as_before(raw):
+    names = NodeNames()
+    read_args(body(["idle"]), PodCache(), names)  # (the array ["idle"] kept)
+    with pytest.raises(BadRequest, match="the request body is not JSON"):
+        read_args(raw, PodCache(), names)
+
+
+def test_name_arrays_kept_are_bounded_and_dropped_with_the_names():
+    names = NodeNames()
+    for i in range(NodeNames.LISTS + 3):
+        read_args(body([f"n-{i}", "idle"]), PodCache(), names)
+    assert len(names._lists) == NodeNames.LISTS  # the least recently used dropped
+    names = NodeNames()
+    names.LIST_BYTES = 600  # (8 MiB by default)
+    for i in range(6):  # each counted as its JSON and LIST_ENTRY_BYTES per name
+        read_args(body([f"n-{i}", "idle"]), PodCache(), names)
+        assert names.list_bytes <= names.LIST_BYTES
+    fitting = names.LIST_BYTES // (len(b'["n-0","idle"]') + 2 * names.LIST_ENTRY_BYTES)
+    assert len(names._lists) == fitting
+    large = read_args(body([f"node-{i}" for i in range(50)]), PodCache(), names)  # larger than LIST_BYTES
+    assert large.kept is not None and len(names._lists) == fitting and large.kept not in names._lists.values()
+    kept = read_args(body(["idle"]), PodCache(), names).kept
+    generation = names.generation
+    names.MAX_BYTES = names.kept_bytes  # the next new name drops every name kept, and the arrays with them
+    read_args(body(["new-one"]), PodCache(), names)
+    assert names.generation == generation + 1 and names.current_ids(kept) is None
+    assert read_args(body(["idle"]), PodCache(), names).kept is not kept
+
+
+def test_kept_entries_are_written_as_the_priority_list():
+    names = NodeNames()
+    args = read_args(body(["a", "b.c", "d-1"]), PodCache(), names)
+    for scores in ([0, 5, 10], [0, 5, 10], [3, 3, 3]):  # (pieces made the first time, then reused)
+        assert names.write_kept(args, scores) == names.write_priorities(args.node_names, scores) == orjson.dumps(
+            [{"Host": host, "Score": score} for host, score in zip(args.node_names, scores, strict=True)])
+    assert orjson.loads(names.write_kept(args, [11, -1, 0])) == [  # (outside 0-10: written as they are)
+        {"Host": "a", "Score": 11}, {"Host": "b.c", "Score": -1}, {"Host": "d-1", "Score": 0}]
+    names.MAX_BYTES = names.kept_bytes + names.piece_bytes  # no room for new pieces: all dropped, written anyway
+    assert orjson.loads(names.write_kept(args, [1, 2, 4])) == [
+        {"Host": "a", "Score": 1}, {"Host": "b.c", "Score": 2}, {"Host": "d-1", "Score": 4}]
+    assert names.piece_bytes == 0
+    other = read_args(body(["a", "b.c", "d-1"]), PodCache(), NodeNames())  # ids of another NodeNames: not used
+    assert names.write_kept(other, [1, 2, 3]) == names.write_priorities(other.node_names, [1, 2, 3])
+
+
+def test_prioritize_reads_the_names_the_filter_passed_from_its_answer():
+    asm, cluster = make_assembly()
+    extender = Extender(asm.frameworks[PROFILE], asm.cache, asm.sources)
+    pods, names = PodCache(), extender.names
+    passed, failed, _ = extender.filter(read_args(body(["busy", "idle", "new", "half"]), pods, names))
+    assert passed == ["idle", "new", "half"] and list(failed) == ["busy"]
+    # kube-scheduler prioritizes what the filter passed, in its order: that array is kept, with its ids
+    updated = api_pod(cpu="2")  # (the pod changed in between: decoded again, never the stale one)
+    updated["metadata"]["resourceVersion"] = "9"
+    args = read_args(body(passed, pod=updated), pods, names)
+    assert args.kept is not None and names.current_ids(args.kept) is not None and args.pod.non_zero_cpu == 2000
+    fresh = Extender(asm.frameworks[PROFILE], asm.cache, asm.sources)  # the same request, nothing kept
+    expected = fresh.prioritize(read_args(body(passed, pod=updated)))
+    assert extender.prioritize(args) == expected and expected[1] == UNKNOWN_NODE_SCORE
+    # a node removed: the table's rows move, the rows by id are made again
+    cluster.delete(asm.cache.table.nodes[asm.cache.table.index["idle"]])
+    cluster.apply(make_node("idle-2", cpu="4", memory="16Gi"))
+    expected = fresh.prioritize(read_args(body(passed, pod=updated)))
+    assert extender.prioritize(read_args(body(passed, pod=updated), pods, names)) == expected
+    assert expected[0] == UNKNOWN_NODE_SCORE
+
+
+async def test_the_endpoints_answer_as_before_when_names_are_kept(aiohttp_client):
+    service = make_service()
+    client = await aiohttp_client(service.app())
+    # (every name known: the filter's passing names by the positions it rejected; "new": by name)
+    for requested in (["busy", "idle", "half"], ["busy", "idle", "new", "half"]) * 2:  # (the second time kept)
+        filtered = await (await client.post("/scheduler/filter", data=body(requested))).read()
+        passed = orjson.loads(filtered)["NodeNames"]
+        assert passed == [name for name in requested if name != "busy"]
+        prioritized = await (await client.post("/scheduler/prioritize", data=body(passed))).read()
+        extender = Extender(service.asm.frameworks[PROFILE], service.asm.cache, service.asm.sources)
+        args = read_args(body(requested))
+        assert filtered == orjson.dumps(filter_result(args, *extender.filter(args)))
+        args = read_args(body(passed))
+        assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
+    text = await (await client.get("/metrics")).text()
+    assert samples(text, "scorer_extender_unknown_nodes_total")[()] == 4  # "new", in each of its requests
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

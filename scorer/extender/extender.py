@@ -39,15 +39,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
 from scorer.cache import ClusterCache
 from scorer.errors import ScorerError
 from scorer.explain import metrics_by_node, status_json
-from scorer.extender.wire import MAX_EXTENDER_PRIORITY, ExtenderArgs
+from scorer.extender.wire import MAX_EXTENDER_PRIORITY, ExtenderArgs, NodeNames
 from scorer.framework import Code, CycleState, NodeBatch, Status
 from scorer.framework.runtime import Framework
 from scorer.framework.types import MAX_NODE_SCORE
 from scorer.sources import SourceHub
+from scorer.state.nodetable import NodeTable
 
 #: The score of a node scorer's cache does not know (the middle of the 0-10 range).
 UNKNOWN_NODE_SCORE = MAX_EXTENDER_PRIORITY // 2
@@ -79,6 +81,11 @@ class Extender:
         self.clock = clock
         self.decisions: collections.deque[dict[str, Any]] | None = collections.deque(maxlen=keep) if keep else None
         self.on_unknown: Callable[[int], object] | None = None  # told how many names the cache did not know
+        self.names = NodeNames()  # the node names of past requests (``read_args``), and the filter's answers
+        # ``_rows_by_id``: the rows by id, the table and the (layout_version, generation) they were made for
+        self._rows = np.empty(0, np.int64)
+        self._rows_table: NodeTable | None = None
+        self._rows_key = (-1, -1)
 
     @property
     def profile(self) -> str:
@@ -86,14 +93,32 @@ class Extender:
 
     def _resolve(self, args: ExtenderArgs) -> tuple[np.ndarray, Sequence[str]]:
         """(table rows of the nodes the cache knows, their names), in request order."""
-        names = args.node_names
-        rows = np.fromiter(map(self.cache.table.index.get, names, itertools.repeat(-1)), np.int64, len(names))
+        table, names = self.cache.table, args.node_names
+        ids = self.names.current_ids(args.kept)
+        if ids is not None:  # (the names' rows by id: numpy, no lookup by name)
+            rows = self._rows_by_id(table)[ids]
+        else:
+            rows = np.fromiter(map(table.index.get, names, itertools.repeat(-1)), np.int64, len(names))
         known = rows >= 0
         if known.all():  # (the common case: every name known)
             return rows, names
         if self.on_unknown is not None:
             self.on_unknown(len(names) - int(np.count_nonzero(known)))
         return rows[known], [name for name, ok in zip(names, known.tolist(), strict=True) if ok]
+
+    def _rows_by_id(self, table: NodeTable) -> np.ndarray:
+        """The table row of each name ``self.names`` keeps, by id (-1: not in the table); made again when
+        the table's rows move (its ``layout_version``) or the names are dropped (their ``generation``),
+        extended with the names learnt since."""
+        names = self.names
+        key = (table.layout_version, names.generation)
+        if table is not self._rows_table or key != self._rows_key:
+            self._rows_table, self._rows_key, self._rows = table, key, np.empty(0, np.int64)
+        if len(self._rows) < len(names):
+            new = names.names_by_id[len(self._rows):]
+            self._rows = np.concatenate([self._rows, np.fromiter(map(table.index.get, new, itertools.repeat(-1)),
+                                                                 np.int64, len(new))])
+        return self._rows
 
     # -- filter ------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> tuple[list[str], dict[str, str], dict[str, str]]:
@@ -102,6 +127,7 @@ class Extender:
         fwk, pod, table = self.fwk, args.pod, self.cache.table
         rows, known = self._resolve(args)
         statuses: dict[str, Status] = {}
+        rejected: np.ndarray | None = None  # by request position (every name known, none narrowed)
         if len(rows):
             state = CycleState()
             allowed, status = fwk.run_pre_filter(state, pod, NodeBatch(table, rows))
@@ -126,6 +152,10 @@ class Extender:
                     else:
                         for i, position in enumerate(positions):
                             statuses[known[position]] = record.status_at(i)
+                if known is args.node_names and outcome.records:
+                    rejected = np.zeros(len(known), dtype=bool)
+                    for record in outcome.records:
+                        rejected[record.positions] = True
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         reasons: dict[int, str] = {}  # by id of the Status: most nodes share a few
@@ -134,12 +164,30 @@ class Extender:
             if reason is None:
                 reason = reasons[id(status)] = _reason(status)
             (unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed)[name] = reason
-        passed = [name for name in args.node_names if name not in statuses] if statuses else list(args.node_names)
+        passed = self._passed(args, statuses, rejected)
         if self.decisions is not None:
             self._record("filter", args, {name: {"feasible": name not in statuses,
                                                  "filter": status_json(statuses.get(name))}
                                           for name in args.node_names[:DECISION_NODES]})
         return passed, failed, unresolvable
+
+    def _passed(self, args: ExtenderArgs, statuses: dict[str, Status], rejected: np.ndarray | None) -> list[str]:
+        """The names that pass (no status; ``rejected``, when given, marks those with one by position), in
+        request order. Read through ``self.names`` (``args.kept``), they are kept there under their JSON with
+        their ids: kube-scheduler sends them to prioritize next."""
+        ids = self.names.current_ids(args.kept)
+        if ids is None:
+            return [name for name in args.node_names if name not in statuses] if statuses else list(args.node_names)
+        if statuses:
+            if rejected is None:
+                rejected = np.fromiter(map(statuses.__contains__, args.node_names), bool, len(ids))
+            passing = np.logical_not(rejected)
+            passed = list(itertools.compress(args.node_names, passing.tolist()))
+            ids = ids[passing]
+        else:
+            passed = list(args.node_names)
+        self.names.keep_list(orjson.dumps(passed), tuple(passed), ids)
+        return passed
 
     # -- prioritize --------------------------------------------------------------------
     def prioritize(self, args: ExtenderArgs) -> list[int]:

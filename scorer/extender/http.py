@@ -44,7 +44,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.extender.extender import Extender, PluginFailure
-from scorer.extender.wire import BadRequest, NodeNames, PodCache, filter_error, filter_result, read_args
+from scorer.extender.wire import BadRequest, PodCache, filter_error, filter_result, read_args
 from scorer.metrics import exponential_buckets
 
 log = logging.getLogger("scorer.extender")
@@ -102,13 +102,18 @@ class _Bodies:
         self.timeout = timeout
         self.reading = 0  # bytes of bodies being read, all requests together
 
-    async def read(self, request: web.Request) -> bytearray:
+    async def read(self, request: web.Request) -> bytes | bytearray:
         """The request's body, within ``timeout`` seconds; ``_Unread`` when its Content-Length is over
         ``MAX_BODY`` (nothing is read), when it grows over ``MAX_BODY`` or the bodies read at once over
-        ``MAX_BODIES_READING``, when it is late or cut off."""
+        ``MAX_BODIES_READING``, when it is late or cut off. A body that has all arrived with the request's
+        head (kube-scheduler's, as a rule) is taken at once: nothing to wait for, the same limits."""
         length = request.content_length
         if length is not None and length > MAX_BODY:
             raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes (Content-Length {length})")
+        if request.content.is_eof() and request.content.exception() is None:
+            whole = request.content.read_nowait()
+            self._limit(len(whole), self.reading + len(whole))
+            return whole
         body = bytearray()  # (one buffer: past glibc's mmap threshold, given back to the system when freed)
         counted = 0
         try:
@@ -117,11 +122,7 @@ class _Bodies:
                     self.reading += len(chunk)
                     counted += len(chunk)
                     body += chunk
-                    if len(body) > MAX_BODY:  # (without a Content-Length: chunked)
-                        raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes")
-                    if self.reading > MAX_BODIES_READING:
-                        raise _Unread(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes "
-                                           "read at once; try again")
+                    self._limit(len(body), self.reading)
         except TimeoutError:
             raise _Unread(408, f"the request body did not arrive within {self.timeout:g}s") from None
         except (ConnectionError, web.RequestPayloadError) as exc:  # the client went away, a malformed chunk
@@ -129,6 +130,16 @@ class _Bodies:
         finally:
             self.reading -= counted
         return body
+
+    @staticmethod
+    def _limit(size: int, reading: int) -> None:
+        """``_Unread`` when a body of ``size`` bytes is over ``MAX_BODY`` (without a Content-Length: chunked),
+        or the bodies being read, ``reading`` bytes with it, over ``MAX_BODIES_READING``."""
+        if size > MAX_BODY:
+            raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes")
+        if reading > MAX_BODIES_READING:
+            raise _Unread(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes read at once; "
+                               "try again")
 
 
 def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
@@ -138,10 +149,10 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
     metrics = ExtenderMetrics(collector_registry)
     extender.on_unknown = metrics.unknown_nodes.inc
     bodies = _Bodies(body_timeout)
-    pods, names = PodCache(), NodeNames()  # (filter then prioritize: the same pod, the same nodes)
+    pods, names = PodCache(), extender.names  # (filter then prioritize: the same pod, the names it passed)
     prefix = prefix.rstrip("/")
 
-    def endpoint(verb: str, handle: Callable[[bytearray], web.Response]) -> Callable[[web.Request],
+    def endpoint(verb: str, handle: Callable[[bytes | bytearray], web.Response]) -> Callable[[web.Request],
                                                                                  Awaitable[web.Response]]:
         async def serve(request: web.Request) -> web.Response:
             start = time.perf_counter()
@@ -168,14 +179,14 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
 
         return serve
 
-    def do_filter(body: bytearray) -> web.Response:
+    def do_filter(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
         passed, failed, unresolvable = extender.filter(args)
         return _json(filter_result(args, passed, failed, unresolvable))
 
-    def do_prioritize(body: bytearray) -> web.Response:
+    def do_prioritize(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
-        return web.Response(body=names.write_priorities(args.node_names, extender.prioritize(args)),
+        return web.Response(body=names.write_kept(args, extender.prioritize(args)),
                             content_type="application/json")
 
     app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))

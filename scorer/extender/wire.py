@@ -18,19 +18,28 @@ integer 7``; the Pod's fields as ``pod_from_dict`` names them), a node name
 that is not one (a DNS subdomain of at most 253 characters, as the API server
 requires: ``NodeNames[3]: "Node_1": a lowercase RFC 1123 subdomain ...``).
 
+kube-scheduler writes ``NodeNames`` last (``{"Pod":...,"Nodes":null,"NodeNames":[...]}``)
+and prioritizes the names the filter passed, in the filter's order: ``read_args``
+finds that array's JSON at the end of the body and, when ``NodeNames`` kept the
+same array (the filter's answer, or an earlier request), reads the rest of the
+body only; the names are neither decoded nor checked again (``NameList``).
+
 What is kept between requests is bounded whatever a client sends: the node
-names (``NodeNames``: checked names and their answer prefixes, at most
-``NodeNames.MAX_BYTES``) and the decoded pods (``PodCache``: pods whose JSON
-is at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
+names (``NodeNames``: checked names and the pieces of their answers, at most
+``NodeNames.MAX_BYTES``; the last ``NodeNames.LISTS`` arrays of names, at most
+``NodeNames.LIST_BYTES``) and the decoded pods (``PodCache``: pods whose JSON is
+at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 import orjson
 
 from scorer.errors import InputError
@@ -50,14 +59,28 @@ class BadRequest(InputError):
     """An extender request that cannot be read (HTTP 400, ``Error`` says why)."""
 
 
+@attrs.frozen(slots=True, eq=False)
+class NameList:
+    """An array of node names kept by ``NodeNames`` (``source``) under its JSON: each request that sends the
+    same array gets this object, its names checked once; ``ids``: their ids in ``source`` while its
+    ``generation`` is this one (None: not all kept)."""
+
+    names: tuple[str, ...]
+    ids: np.ndarray | None
+    source: NodeNames
+    generation: int
+
+
 @attrs.frozen(slots=True)
 class ExtenderArgs:
     """One filter or prioritize request: the pod, the node names in request order, and, in the
-    ``Nodes`` form, the Node objects as sent (``nodes`` is None in the ``NodeNames`` form)."""
+    ``Nodes`` form, the Node objects as sent (``nodes`` is None in the ``NodeNames`` form). ``kept``:
+    the ``NameList`` of the names, when they were read through ``NodeNames``' arrays."""
 
     pod: Pod
     node_names: tuple[str, ...]
     nodes: tuple[Mapping[str, Any], ...] | None
+    kept: NameList | None = None
 
 
 def _fields(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,64 +103,175 @@ def _prefix(name: str) -> bytes:
 
 
 class NodeNames:
-    """The node names of past requests, each checked once and kept with its ``HostPriorityList`` prefix.
+    """The node names of past requests, each checked once and kept with an id and the pieces of its
+    ``HostPriorityList`` entry.
 
-    kube-scheduler sends the same names in every request: ``check`` finds a request's names among
-    those kept (one dict lookup each, no Python loop) and checks only the new ones (``node_name_error``);
-    ``write_priorities`` joins the kept ``{"Host":"<name>","Score":`` prefixes with each score's
-    ``<score>}``. Only valid names are kept, each counted as its length, its prefix's and ``ENTRY_BYTES``
-    (the Python objects and the dict slot), up to ``MAX_BYTES``: about 24,000 names of 60 characters.
-    Past that everything kept is dropped and learnt again, so a client that sends endless new names costs
-    time, never memory.
+    kube-scheduler sends the same names in every request: ``ids`` finds a request's names among those
+    kept (one dict lookup each, no Python loop) and checks only the new ones (``node_name_error``); the
+    extender maps ids to table rows with numpy (``names_by_id``, ``generation``). ``write_priorities``
+    joins the kept ``{"Host":"<name>","Score":`` prefixes with each score's ``<score>}``; ``write_kept``
+    joins whole entries by id and score, each made once (a piece). Only valid names are kept, each
+    counted as its length, its prefix's and ``ENTRY_BYTES`` (the Python objects, the dict and list
+    slots), each piece as its length and ``PIECE_BYTES``, up to ``MAX_BYTES``: about 24,000 names of 60
+    characters. Past that the pieces are dropped, then, if that is not enough, everything kept (the
+    ``generation`` changes), and learnt again: a client that sends endless new names costs time, never
+    memory.
+
+    Whole arrays of names are kept too (``keep_list``, ``kept_list``: a ``NameList`` by the array's JSON),
+    the last ``LISTS`` of them, at most ``LIST_BYTES`` in all, each counted as its JSON and ``LIST_ENTRY_BYTES``
+    per name (the name's Python object, its tuple slot, its id): kube-scheduler's filter and prioritize
+    requests of one pod need two.
     """
 
-    MAX_BYTES = 8 * 1024 * 1024
-    ENTRY_BYTES = 200
-    _ENDS = {score: b"%d}" % score for score in range(MAX_EXTENDER_PRIORITY + 1)}
+    MAX_BYTES = 10 * 1024 * 1024
+    ENTRY_BYTES = 300
+    PIECE_BYTES = 40
+    LISTS = 4
+    LIST_BYTES = 8 * 1024 * 1024
+    LIST_ENTRY_BYTES = 80
+    SCORES = MAX_EXTENDER_PRIORITY + 1
+    _ENDS = {score: b"%d}" % score for score in range(SCORES)}
 
     def __init__(self) -> None:
-        self._prefixes: dict[str, bytes] = {}
+        self._ids: dict[str, int] = {}
+        self.names_by_id: list[str] = []
+        self._prefixes: list[bytes] = []  # by id
+        self._pieces: list[Any] = []  # by id * SCORES + score: the entry's bytes once written, None until then
         self.kept_bytes = 0
+        self.piece_bytes = 0
+        self.generation = 0  # changes when everything kept is dropped (the ids with it)
+        self._lists: collections.OrderedDict[bytes, NameList] = collections.OrderedDict()
+        self.list_bytes = 0  # what the lists in ``_lists`` are counted as
 
     def check(self, names: Sequence[Any], field: str) -> tuple[str, ...]:
         """``names`` as a tuple of node names; ``BadRequest`` naming the first entry that is not a string
         or not a node name, as ``field`` with its index (``field.format(i)``: ``"NodeNames[{}]"``)."""
+        self.ids(names, field)
+        return tuple(names)
+
+    def ids(self, names: Sequence[Any], field: str) -> np.ndarray | None:
+        """The ids of ``names``, node names checked as ``check`` does; None when they are not all kept (more
+        new names than ``MAX_BYTES`` holds)."""
+        try:
+            ids = np.fromiter(map(self._ids.get, names, itertools.repeat(-1)), np.int64, len(names))
+        except TypeError:  # (an entry that cannot be hashed: a list, an object)
+            return self._learn(names, field)
+        if len(ids) and ids.min() < 0:
+            return self._learn(names, field)
+        return ids
+
+    def _learn(self, names: Sequence[Any], field: str) -> np.ndarray | None:
         if not set(map(type, names)) <= {str}:  # (set and map: no Python loop)
             for i, name in enumerate(names):
                 if type(name) is not str:
                     raise BadRequest(f"{field.format(i)}: expected a string, got {describe_value(name)}")
-        prefixes = self._prefixes
-        if not all(map(prefixes.__contains__, names)):
-            for i, name in enumerate(names):
-                if name not in prefixes:
-                    problem = node_name_error(name)
-                    if problem is not None:
-                        raise BadRequest(f"{field.format(i)}: {problem}")
-                    self._keep(name)
-        return tuple(names)
+        new: dict[str, bytes] = {}
+        for i, name in enumerate(names):
+            if name not in self._ids and name not in new:
+                problem = node_name_error(name)
+                if problem is not None:
+                    raise BadRequest(f"{field.format(i)}: {problem}")
+                new[name] = _prefix(name)
+        if self.kept_bytes + self.piece_bytes + self._size(new) > self.MAX_BYTES:
+            self._drop_pieces()
+        if self.kept_bytes + self._size(new) > self.MAX_BYTES:
+            self._drop_all()
+            new = {name: _prefix(name) for name in names}  # (all checked: kept until now, or new)
+        for name, prefix in new.items():
+            size = self._size({name: prefix})
+            if self.kept_bytes + size > self.MAX_BYTES:  # (more new names than fit: the first ones kept)
+                return None
+            self._ids[name] = len(self.names_by_id)
+            self.names_by_id.append(name)
+            self._prefixes.append(prefix)
+            self._pieces.extend(itertools.repeat(None, self.SCORES))
+            self.kept_bytes += size
+        return np.fromiter(map(self._ids.__getitem__, names), np.int64, len(names))
 
-    def _keep(self, name: str) -> bytes:
-        prefix = _prefix(name)
-        size = len(name) + len(prefix) + self.ENTRY_BYTES
-        if self.kept_bytes + size > self.MAX_BYTES:
-            self._prefixes.clear()
-            self.kept_bytes = 0
-        self._prefixes[name] = prefix
-        self.kept_bytes += size
-        return prefix
+    def _size(self, new: Mapping[str, bytes]) -> int:
+        return sum(map(len, new)) + sum(map(len, new.values())) + self.ENTRY_BYTES * len(new)
+
+    def _drop_pieces(self) -> None:
+        self._pieces = [None] * len(self._pieces)
+        self.piece_bytes = 0
+
+    def _drop_all(self) -> None:
+        self._ids.clear()
+        self.names_by_id.clear()
+        self._prefixes.clear()
+        self._pieces.clear()
+        self._lists.clear()
+        self.kept_bytes = self.piece_bytes = self.list_bytes = 0
+        self.generation += 1
 
     def __len__(self) -> int:
-        return len(self._prefixes)
+        return len(self._ids)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._ids
+
+    def kept_list(self, raw: bytes) -> NameList | None:
+        """The ``NameList`` kept under the JSON array ``raw``, None when there is none."""
+        found = self._lists.get(raw)
+        if found is not None:
+            self._lists.move_to_end(raw)
+        return found
+
+    def keep_list(self, raw: bytes, names: tuple[str, ...], ids: np.ndarray | None) -> NameList:
+        """A ``NameList`` of ``names`` and their ``ids`` (``ids``' answer, in this generation), kept under their
+        JSON array ``raw`` when it fits in ``LIST_BYTES``, the least recently used lists dropped to make room."""
+        name_list = NameList(names, ids, self, self.generation)
+        if self._list_size(raw, name_list) > self.LIST_BYTES:
+            return name_list
+        previous = self._lists.pop(raw, None)
+        if previous is not None:
+            self.list_bytes -= self._list_size(raw, previous)
+        self._lists[raw] = name_list
+        self.list_bytes += self._list_size(raw, name_list)
+        while self.list_bytes > self.LIST_BYTES or len(self._lists) > self.LISTS:
+            dropped, dropped_list = self._lists.popitem(last=False)
+            self.list_bytes -= self._list_size(dropped, dropped_list)
+        return name_list
+
+    def _list_size(self, raw: bytes, name_list: NameList) -> int:
+        return len(raw) + self.LIST_ENTRY_BYTES * len(name_list.names)
+
+    def current_ids(self, kept: NameList | None) -> np.ndarray | None:
+        """The ids of ``kept``'s names when they are ids of this object in this generation, else None."""
+        if kept is None or kept.source is not self or kept.generation != self.generation:
+            return None
+        return kept.ids
+
+    def write_kept(self, args: ExtenderArgs, scores: Sequence[int]) -> bytes:
+        """``args``' ``HostPriorityList`` with ``scores`` as JSON bytes: from the pieces of its names' ids when
+        it has them (``args.kept``, in this generation), else as ``write_priorities`` writes it."""
+        ids = self.current_ids(args.kept)
+        if ids is None or len(ids) != len(scores):
+            return self.write_priorities(args.node_names, scores)
+        values = np.array(scores, dtype=np.int64)
+        if len(values) and not 0 <= values.min() <= values.max() < self.SCORES:  # (written as they are)
+            return self.write_priorities(args.node_names, scores)
+        at = (ids * self.SCORES + values).tolist()
+        pieces = self._pieces
+        try:
+            return b"[" + b",".join(map(pieces.__getitem__, at)) + b"]"
+        except TypeError:  # pieces not made yet (None)
+            made = {i: self._prefixes[i // self.SCORES] + self._ENDS[i % self.SCORES] for i in at if pieces[i] is None}
+            size = sum(map(len, made.values())) + self.PIECE_BYTES * len(made)
+            if self.kept_bytes + self.piece_bytes + size > self.MAX_BYTES:
+                self._drop_pieces()
+                return self.write_priorities(args.node_names, scores)
+            for i, piece in made.items():
+                pieces[i] = piece
+            self.piece_bytes += size
+            return b"[" + b",".join(map(pieces.__getitem__, at)) + b"]"
 
     def write_priorities(self, names: Sequence[str], scores: Sequence[int]) -> bytes:
         """``HostPriorityList`` (``[{"Host": name, "Score": score}, ...]`` in request order) as JSON bytes."""
         if len(names) != len(scores):
             raise ValueError(f"{len(names)} names and {len(scores)} scores")
-        prefixes = self._prefixes
-        try:
-            heads = list(map(prefixes.__getitem__, names))
-        except KeyError:  # names not kept (dropped since ``check``, or never checked): written, not kept
-            heads = [prefixes.get(name) or _prefix(name) for name in names]
+        ids, prefixes = self._ids, self._prefixes
+        heads = [prefixes[i] if (i := ids.get(name)) is not None else _prefix(name) for name in names]
         try:
             ends = list(map(self._ENDS.__getitem__, scores))
         except KeyError:  # (a score outside 0-10: written as it is)
@@ -176,13 +310,54 @@ class PodCache:
         return len(self._pods)
 
 
-def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: NodeNames | None = None) -> ExtenderArgs:
-    """``ExtenderArgs`` from a request body; ``BadRequest`` naming the problem. With ``pods``, a pod
-    seen before is not decoded again; with ``names``, node names seen before are not checked again."""
+#: The last member of a body as kube-scheduler writes it, up to its array: ``...,"NodeNames":[...]}``.
+_LAST_NAMES = b',"NodeNames":['
+
+
+def _split_names(body: bytes | bytearray) -> tuple[bytes, bytes] | None:
+    """(the body without its last member, that member's array) when the body ends with a ``NodeNames``
+    array, as kube-scheduler writes it; None otherwise.
+
+    Only a key can hold ``,"NodeNames":[`` (inside a JSON string the quotes are escaped), so its last
+    occurrence is the last ``NodeNames`` key; when the body without that member parses as an object, the
+    key is the top-level object's, and when the rest is a whole JSON array, that array is its value and
+    the object's last member (the one that counts, of keys that fold alike)."""
+    if not body.endswith(b"]}"):
+        body = body.rstrip()  # (JSON may end with white space: an encoder's newline)
+        if not body.endswith(b"]}"):
+            return None
+    at = body.rfind(_LAST_NAMES)
+    if at < 0:
+        return None
+    return bytes(body[:at]) + b"}", bytes(body[at + len(_LAST_NAMES) - 1:-1])
+
+
+def _load(body: bytes | bytearray, names: NodeNames | None) -> tuple[Any, NameList | None, list[Any] | None, bytes]:
+    """The body's JSON value; with ``names`` and a body that ends with its ``NodeNames`` array, the object
+    without that member, and the array as ``names`` kept it (a ``NameList``) or decoded, and its JSON."""
+    split = _split_names(body) if names is not None else None
+    if split is not None and names is not None:
+        head, raw = split
+        kept = names.kept_list(raw)
+        try:
+            listed = None if kept is not None else orjson.loads(raw)
+            obj = orjson.loads(head)
+        except orjson.JSONDecodeError:
+            pass  # (not the array and the object they seemed to be: the whole body is read, or refused)
+        else:
+            if isinstance(obj, dict) and (kept is not None or isinstance(listed, list)):
+                return obj, kept, listed, raw
     try:
-        obj = orjson.loads(body)
+        return orjson.loads(body), None, None, b""
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"the request body is not JSON: {exc}") from None
+
+
+def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: NodeNames | None = None) -> ExtenderArgs:
+    """``ExtenderArgs`` from a request body; ``BadRequest`` naming the problem. With ``pods``, a pod
+    seen before is not decoded again; with ``names``, node names seen before are not checked again, nor
+    decoded when the same array of them was (``NodeNames.keep_list``)."""
+    obj, kept, decoded, raw = _load(body, names)
     if not isinstance(obj, dict):
         raise BadRequest(f"the request body must be a JSON object (ExtenderArgs), got {describe_value(obj)}")
     fields = _fields(obj)
@@ -195,6 +370,12 @@ def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: Node
         pod = pods.decode(raw_pod) if pods is not None else pod_from_dict(raw_pod, origin=_ORIGIN)
     except InputError as exc:
         raise BadRequest(str(exc)) from None  # (names the Pod and the field: "Pod ns/name (...): spec: ...")
+    if kept is not None:
+        return ExtenderArgs(pod, kept.names, None, kept)
+    if decoded is not None:
+        assert names is not None
+        kept = names.keep_list(raw, tuple(decoded), names.ids(decoded, "NodeNames[{}]"))
+        return ExtenderArgs(pod, kept.names, None, kept)
     checked = names if names is not None else NodeNames()
     node_names = fields.get("nodenames")
     node_list = fields.get("nodes")
