@@ -19,6 +19,9 @@ async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_
     async def binding(request: web.Request) -> web.Response:
         nonlocal busy, peak
         assert request.transport is not None
+        # What every request of the client carries, on aiohttp's path and on the POSTs' own.
+        assert (request.headers["User-Agent"], request.headers["Accept"]) == ("scorer/test", "application/json")
+        assert request.headers["Authorization"] == "Bearer tok" and await request.json() == {}
         peers.add(request.transport.get_extra_info("peername")[:2])
         busy += 1
         peak = max(peak, busy)
@@ -41,7 +44,8 @@ async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_
     server = await aiohttp_server(app)
     watches = REQUEST_CONNECTIONS + 4  # more streams than the requests' pool holds
 
-    async with ApiClient(ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test")) as client:
+    access = ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test", token="tok")
+    async with ApiClient(access, user_agent="scorer/test") as client:
 
         async def hold_a_watch() -> bytes:
             async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}) as stream:

@@ -938,6 +938,7 @@ async def test_the_first_list_delivers_every_object(control_plane, fault_proxy, 
         await until(lambda: len(recorder.of(namespace)) == 11, "the pods waiting, delivered after the sync")
         assert recorder.of(namespace) == [("add", f"{namespace}/p{i:02d}") for i in range(11)]  # in key order
         assert in_step(reflector, cluster, namespace)()
+        await until(lambda: fault_proxy.watches("/api/v1/pods"), "the watch, once every pod is delivered")
     lists = [r for r in fault_proxy.requests if r.path == "/api/v1/pods" and not r.watch]
     if from_cache:
         # kube-apiserver answers resourceVersion=0 from its watch cache, whole: the limit is not applied there.

@@ -263,7 +263,8 @@ class ApiClient:
         try:
             if method == "POST" and not params:
                 status, answer_headers, answer = await self._post_pool().request(
-                    method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT)
+                    method, path, {**headers, "User-Agent": self.user_agent}, data,
+                    self.timeout.total or DEFAULT_TIMEOUT)
                 code = str(status)
                 return ApiResponse(status, answer, answer_headers)
             async with self._open().request(method, self.access.server + path, data=data, params=params,
