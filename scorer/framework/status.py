@@ -123,7 +123,7 @@ class Status:
         return Status(self.code, self.reasons, plugin)
 
 
-@functools.lru_cache(maxsize=1024)  # codes times the plugin names of the configuration: a few hundred at most
+@functools.lru_cache(maxsize=1024, typed=True)  # codes times the configured plugin names: a few hundred at most
 def _bare(code: Code, plugin: str) -> Status:
     """The status of ``code`` from ``plugin`` with no reasons."""
     return Status(code, (), plugin)
