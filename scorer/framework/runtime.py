@@ -717,10 +717,6 @@ class Framework:
         size = len(batch)
         results: list[PluginScores] = []
         totals = np.zeros(size, dtype=np.int64)
-        # The largest normalized score of every plugin so far, per node, as uint64 (negative scores are
-        # above the maximum too): one elementwise maximum per plugin, one reduction at the end, instead
-        # of a reduction per plugin.
-        highest = np.zeros(size, dtype=np.uint64)
         for plugin, call, normalize in self._scores:
             if plugin.name in skipped:
                 continue
@@ -730,25 +726,26 @@ class Framework:
                 normalized, status = self._call(NORMALIZE_SCORE, plugin, sampled, normalize,
                                                 (state, pod, raw.copy()), to_normalized)
             if raw is None or normalized is None:
-                return self._score_outcome(results, totals, highest, batch, status)
+                return self._score_outcome(results, totals, batch, status)
             if len(normalized) != size:
                 results.append(PluginScores(plugin.name, 1, raw, normalized))
-                return self._score_outcome(results, totals, highest, batch)
-            np.maximum(highest, normalized.view(np.uint64), out=highest)
+                return self._score_outcome(results, totals, batch)
             weight = self.weights.get(plugin.name, 1)
             totals += normalized if weight == 1 else normalized * weight
             results.append(PluginScores(plugin.name, weight, raw, normalized))
-        return self._score_outcome(results, totals, highest, batch)
+        return self._score_outcome(results, totals, batch)
 
     @staticmethod
-    def _score_outcome(results: list[PluginScores], totals: np.ndarray, highest: np.ndarray, batch: NodeBatch,
+    def _score_outcome(results: list[PluginScores], totals: np.ndarray, batch: NodeBatch,
                        error: Status | None = None) -> ScoreOutcome:
         """The outcome of the plugins scored, in order. The first one whose normalized scores are not
         one per node in [MIN_NODE_SCORE, MAX_NODE_SCORE] ends it with an Error (as if it had run last);
         else ``error`` (of a plugin that failed after them) does, if any."""
         size = len(batch)
         wrong_length = bool(results) and len(results[-1].normalized) != size  # (it ended the loop)
-        if not wrong_length and not (size and highest.max() > MAX_NODE_SCORE):
+        # Every plugin's scores in one reduction, as uint64 (negative scores are above the maximum too).
+        if not wrong_length and not (size and results and np.concatenate(
+                [result.normalized for result in results]).view(np.uint64).max() > MAX_NODE_SCORE):
             return ScoreOutcome(tuple(results), totals, error)
         for i, result in enumerate(results):
             normalized = result.normalized
@@ -762,7 +759,7 @@ class Framework:
                 continue
             return ScoreOutcome(tuple(results[:i]), totals,
                                 Status.error(f'plugin "{result.plugin}" returns {message}', result.plugin))
-        return ScoreOutcome(tuple(results), totals, error)  # (not reached: ``highest`` is every plugin's maximum)
+        return ScoreOutcome(tuple(results), totals, error)  # (not reached: the reduction covered every plugin)
 
     # -- reserve, permit, binding ------------------------------------------------
     @_extension_point(RESERVE, lambda status: status)

@@ -53,16 +53,16 @@ class ImageLocality:
         index = self._images(table)
         total_nodes = len(table)
         containers = (*pod.init_containers, *pod.containers)
+        names = (normalized_image_name(container.image) for container in containers)
+        found = [(name, index.rows_of[name]) for name in names if name in index.rows_of]
+        if not found:  # no node has any of the pod's images: every sum is 0, and so is every score
+            return np.zeros(len(nodes), dtype=np.int64)
         # Sums at or above the top threshold all score 100: saturating there keeps
         # huge image sizes from overflowing int64 without changing any score.
         ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
         # Sums over the batch's nodes only; each stays within [0, ceiling].
         sums = np.zeros(len(nodes), dtype=np.int64)
-        for container in containers:
-            name = normalized_image_name(container.image)
-            rows = index.rows_of.get(name)
-            if rows is None:
-                continue
+        for name, rows in found:
             # kube's scaledImageScore, in the same float64 operations.
             spread = float(len(rows)) / float(total_nodes)
             scaled = min(int(float(index.sizes[name]) * spread), ceiling)
@@ -101,11 +101,11 @@ class _ImageIndex:
     kube's cache keeps the size reported by the first node that had it.
     """
 
-    __slots__ = ("table", "version", "nodes", "sizes", "rows_of", "_masks")
+    __slots__ = ("table", "nodes_version", "nodes", "sizes", "rows_of", "_masks")
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
-        self.version = table.version
+        self.nodes_version = table.nodes_version
         self.nodes: list[Node] = list(table.nodes)
         self.sizes: dict[str, int] = {}
         rows_of: dict[str, list[int]] = {}
@@ -128,13 +128,9 @@ class _ImageIndex:
         return mask
 
     def still_valid(self, table: NodeTable) -> bool:
-        if self.table is not table:
-            return False
-        if self.version != table.version:
-            if self.nodes != table.nodes:  # identity first: cheap when only pods changed
-                return False
-            self.version = table.version
-        return True
+        """Built from ``table`` as its nodes are now (``nodes_version`` moves on every node write;
+        the pods placed every cycle leave it alone)."""
+        return self.table is table and self.nodes_version == table.nodes_version
 
 
 def factory(args: None, handle: Handle) -> ImageLocality:

@@ -70,9 +70,10 @@ class TaintToleration:
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         tolerations = _pre_score_state(state).tolerations
-        counts = np.array(
-            [_untolerated(ts, tolerations, _SCORE_EFFECTS) for ts in nodes.taint_sets], dtype=np.int64
-        )
+        taint_sets = nodes.taint_sets
+        if len(taint_sets) == 1:  # only the empty set: no node has taints, none is intolerable
+            return np.zeros(len(nodes), dtype=np.int64)
+        counts = np.array([_untolerated(ts, tolerations, _SCORE_EFFECTS) for ts in taint_sets], dtype=np.int64)
         per_node: np.ndarray = counts[nodes.taint_set_ids()]
         return per_node
 

@@ -218,6 +218,9 @@ class InterPodAffinity:
         terms, error = pod_terms(pod)
         if error is not None:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"parsing pod: {error}",))
+        if not (self.existing.groups[REQUIRED_ANTI_AFFINITY] or terms.required_affinity
+                or terms.required_anti_affinity):
+            return Status.skip()  # nothing to count: the state below would be empty (most pods, most cycles)
         pre = self._build_pre_filter_state(pod, terms)
         if not (pre.existing_anti_affinity or terms.required_affinity or terms.required_anti_affinity):
             return Status.skip()
@@ -344,8 +347,9 @@ class InterPodAffinity:
         terms, error = pod_terms(pod)
         if error is not None:  # PreFilter rejects such a pod first
             return Status(Code.ERROR, (f"parsing pod: {error}",))
-        if self.args.ignore_preferred_terms_of_existing_pods and not terms.preferred:
-            return Status.skip()
+        if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods
+                                    or not any(self.existing.groups[kind] for kind, _, _ in self._scoring_kinds())):
+            return Status.skip()  # no term to score (without one, ``_build_scores`` finds no score)
         scores = self._build_scores(pod, terms)
         if not scores:
             return Status.skip()
@@ -364,17 +368,20 @@ class InterPodAffinity:
                     sums.add(term.topology_key, rows, sign * weight)
                     hits.add(term.topology_key, rows)
         labels = self._namespace_labels(pod)
-        hard = self.args.hard_pod_affinity_weight
-        # (kind, weight: the term's own when None, sign) of the existing pods' terms that score.
-        kinds: list[tuple[int, int | None, int]] = [(PREFERRED_AFFINITY, None, 1), (PREFERRED_ANTI_AFFINITY, None, -1)]
-        if hard > 0:
-            kinds.insert(0, (REQUIRED_AFFINITY, hard, 1))
-        for kind, kind_weight, sign in kinds:
+        for kind, kind_weight, sign in self._scoring_kinds():
             if self.existing.groups[kind]:
                 self._existing(kind, pod, labels, sums, kind_weight, sign)
                 self._existing(kind, pod, labels, hits, 1, 1)
         touched = {key for key, counts in hits.counts().items() if counts.any()}
         return {key: counts for key, counts in sums.counts().items() if key in touched}
+
+    def _scoring_kinds(self) -> list[tuple[int, int | None, int]]:
+        """(kind, weight: the term's own when None, sign) of the existing pods' terms that score."""
+        hard = self.args.hard_pod_affinity_weight
+        kinds: list[tuple[int, int | None, int]] = [(PREFERRED_AFFINITY, None, 1), (PREFERRED_ANTI_AFFINITY, None, -1)]
+        if hard > 0:
+            kinds.insert(0, (REQUIRED_AFFINITY, hard, 1))
+        return kinds
 
     def score_batch(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         pre = _pre_score_state(state)
