@@ -1,4 +1,5 @@
-"""scorer.kube.client's connections: requests share a bounded pool, streams (watches) have their own."""
+"""scorer.kube.client's connections: POSTs share a bounded pool of their own, streams (watches) never wait
+behind them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient
 from scorer.kube.config import ClusterAccess
 
 
-async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_server) -> None:
+async def test_posts_share_a_bounded_pool_and_streams_do_not_wait_behind_them(aiohttp_server) -> None:
     peers: set[tuple[str, int]] = set()
     busy = peak = 0
     release_streams = asyncio.Event()
@@ -42,7 +43,7 @@ async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_
     app.router.add_post("/api/v1/namespaces/{namespace}/pods/{name}/binding", binding)
     app.router.add_get("/api/v1/pods", watch)
     server = await aiohttp_server(app)
-    watches = REQUEST_CONNECTIONS + 4  # more streams than the requests' pool holds
+    watches = REQUEST_CONNECTIONS + 4  # more streams than the POSTs' pool holds
 
     access = ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test", token="tok")
     async with ApiClient(access, user_agent="scorer/test") as client:
@@ -64,5 +65,5 @@ async def test_requests_share_a_bounded_pool_and_streams_have_their_own(aiohttp_
         assert [answer.status for answer in answers] == [201] * 40  # none waited behind the streams
         release_streams.set()
         assert await asyncio.gather(*held) == [b'{"type":"BOOKMARK"}\n'] * watches
-    # 40 concurrent requests went over at most REQUEST_CONNECTIONS connections, reused.
+    # 40 concurrent POSTs went over at most REQUEST_CONNECTIONS connections, reused.
     assert peak == REQUEST_CONNECTIONS and len(peers) == REQUEST_CONNECTIONS

@@ -13,14 +13,13 @@ sets a little above its ``timeoutSeconds``.
 
 **Connections.** HTTP/1.1 takes a connection per request in flight, and each
 new one costs a TLS handshake on both sides (about a millisecond of CPU each
-here; kube-scheduler's HTTP/2 multiplexes one). Requests (lists, bindings,
-Events, deletions) therefore share at most ``REQUEST_CONNECTIONS`` kept-alive
-connections per kind and wait for one beyond that: a burst of 64 concurrent
-bindings at start-up no longer opens 64. Streams (watches, which hold theirs
-for minutes) have a pool of their own, unbounded, so they never wait behind
-requests nor requests behind them. POSTs (a binding and an Event per pod: the
-requests scorer sends most) go through ``scorer.kube.http1``'s lean client, a
-third of aiohttp's CPU per request; the rest through aiohttp.
+here; kube-scheduler's HTTP/2 multiplexes one). POSTs (a binding and an Event
+per pod: the requests scorer sends most, and in bursts) go through
+``scorer.kube.http1``'s lean client, a third of aiohttp's CPU per request, and
+share at most ``REQUEST_CONNECTIONS`` kept-alive connections, waiting for one
+beyond that: a burst of 64 concurrent bindings at start-up opened 64. The rest
+(lists, watches, deletions, patches) goes through one aiohttp session, where a
+reflector's watch reuses the connection its list was answered on.
 
 **Fencing.** A client given a ``fence`` (the service gives the leader's
 elector's ``is_leader`` to the client of bindings, deletions and status
@@ -75,7 +74,7 @@ DEFAULT_BURST = 100
 DEFAULT_TIMEOUT = 30.0
 # A Kubernetes object can be about 1.5 MB; aiohttp's default buffer fails lines over 512 KiB.
 READ_BUFSIZE = 2**21
-# The most connections requests (not streams) use at once (module docstring's Connections).
+# The most connections POSTs use at once (module docstring's Connections).
 REQUEST_CONNECTIONS = 16
 
 
@@ -221,7 +220,7 @@ class ApiClient:
         self.user_agent = user_agent
         self.requests = 0  # sent, for tests and metrics
         self._ssl = access.ssl_context()
-        self._sessions: dict[bool, aiohttp.ClientSession] = {}  # streaming -> its session
+        self._session: aiohttp.ClientSession | None = None
         self._posts: Http1Pool | None = None
         self._posts_loop: asyncio.AbstractEventLoop | None = None
         self._repeats = RepeatLog(log)
@@ -234,15 +233,11 @@ class ApiClient:
                                                       connections=REQUEST_CONNECTIONS), loop
         return self._posts
 
-    def _open(self, streaming: bool = False) -> aiohttp.ClientSession:
-        """The session of requests (``REQUEST_CONNECTIONS`` connections at most), or of streams."""
-        session = self._sessions.get(streaming)
-        if session is None or session.closed:
-            connector = aiohttp.TCPConnector(limit=0 if streaming else REQUEST_CONNECTIONS)
-            session = self._sessions[streaming] = aiohttp.ClientSession(
-                connector=connector, read_bufsize=READ_BUFSIZE, timeout=self.timeout,
-                headers={"User-Agent": self.user_agent})
-        return session
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(read_bufsize=READ_BUFSIZE, timeout=self.timeout,
+                                                  headers={"User-Agent": self.user_agent})
+        return self._session
 
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
                       content_type: str = "application/json") -> ApiResponse:
@@ -297,7 +292,7 @@ class ApiClient:
         what = f"{method} {self.access.server}{path}"
         self.requests += 1
         try:
-            response = await self._open(streaming=True).request(method, self.access.server + path, params=params,
+            response = await self._open().request(method, self.access.server + path, params=params,
                                                   headers=headers, timeout=timeout,
                                                   ssl=self._ssl if self._ssl is not None else True)
         except _TRANSPORT_ERRORS as error:
@@ -317,8 +312,8 @@ class ApiClient:
     async def close(self) -> None:
         if self._posts is not None:
             await self._posts.close()
-        for session in self._sessions.values():
-            await session.close()
+        if self._session is not None:
+            await self._session.close()
 
     async def __aenter__(self) -> ApiClient:
         return self
