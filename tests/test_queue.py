@@ -647,6 +647,24 @@ def test_recreated_pod_is_not_dropped_by_the_old_cycle(queue: SchedulingQueue) -
     assert fail(queue, new, "Deaf") == UNSCHEDULABLE
 
 
+def test_a_recreated_pod_popped_again_does_not_hide_what_an_older_flight_still_needs(queue: SchedulingQueue) -> None:
+    # The flights stay in pop order (the log is pruned up to the oldest's position): the new "web" flight
+    # is the newest, although "web" was first in flight under its old UID.
+    queue.add(FakePod("web", uid="old"))
+    queue.add(FakePod("x"))
+    queue.add(FakePod("y"))
+    old = pop(queue)
+    queue.move_all_to_active_or_backoff(NODE_ADD)
+    x = pop(queue)
+    queue.delete(old.pod)
+    queue.add(FakePod("web", uid="new"))
+    queue.move_all_to_active_or_backoff(PVC_ADD)  # seen by x: not a NodeResourcesFit event
+    y = pop(queue)
+    assert pop(queue).pod.uid == "new"
+    queue.done(y.key)  # prunes the log: x still needs what came after its pop
+    assert fail(queue, x, "NodeResourcesFit") == UNSCHEDULABLE  # (a lost log would count as relevant: backoff)
+
+
 def test_activate_forces_to_active(queue: SchedulingQueue, incoming: list[tuple[str, str]]) -> None:
     park(queue, FakePod("parked"), "Deaf")
     queue.add(FakePod("backoff"))
