@@ -9,13 +9,13 @@ spins when started. So each of
 ``NUMERIC_THREAD_VARIABLES`` that is unset or empty is set to 1 here, before anything imports numpy, for
 this process and the processes it starts (the bench's ``scorer run``); a value the user set is kept.
 
-The cyclic garbage collector is off while the modules load: they build a few hundred thousand objects
+The cyclic garbage collector is off while the modules load: they build some 110,000 tracked objects
 that live as long as the process, and the collections among them that the allocations would trigger
 (about 150, some 30 ms of a start) find nothing to free. The objects are then frozen (``gc.freeze``:
 left out of every later collection, as the reflectors' first lists are) and the collector is back on.
 
 The code attrs generates for each class comes from a cache beside the bytecode (``scorer.codecache``)
-rather than being compiled at every start: about 75 ms of CPU.
+rather than being compiled at every start: about 60 ms of CPU.
 """
 
 import gc

@@ -2,8 +2,8 @@
 does not compile it again.
 
 attrs writes the methods of each class it defines (``__init__``, ``__eq__``, ``__repr__``...) as
-Python source and compiles it there and then: about 0.35 ms a class here, some 75 ms of CPU for the
-230-odd classes a ``scorer run`` defines (scorer's, aiohttp's, the plugins'), the largest part of its
+Python source and compiles it there and then: about 0.3 ms a class here, some 65 ms of CPU for the
+200-odd classes a ``scorer run`` defines (scorer's, aiohttp's, the plugins'), the largest part of its
 start that Python's bytecode cache does not remove (kube-scheduler, a compiled binary, binds its first
 pod about 0.3 s after it starts).
 
