@@ -11,7 +11,7 @@ this process and the processes it starts (the bench's ``scorer run``); a value t
 
 The cyclic garbage collector is off while the modules load: they build some 110,000 tracked objects
 that live as long as the process, and the collections among them that the allocations would trigger
-(about 150, some 30 ms of a start) find nothing to free. The objects are then frozen (``gc.freeze``:
+(about 150, 15-35 ms of a start) find little to free. The objects are then frozen (``gc.freeze``:
 left out of every later collection, as the reflectors' first lists are) and the collector is back on.
 
 The code attrs generates for each class comes from a cache beside the bytecode (``scorer.codecache``)
