@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubekit import kube_binaries, kube_controller_manager_binary, kube_scheduler_binary
 
-from scorer.bench import e2e
+from scorer.bench import e2e, e2e_config
 from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec, Setup
 from scorer.bench.workloads import workload_from_data
@@ -110,6 +110,17 @@ def test_python_schedulers_start_with_their_bytecode_compiled(tmp_path: Path,
     e2e.warm_bytecode(tmp_path / "cache")
     compiled = {path.name.split(".")[0] for path in (tmp_path / "cache").rglob("*.pyc")}
     assert {"run", "app", "cycle", "reflector", "nodeaffinity"} <= compiled  # the service and the plugins
+
+
+def test_one_warmed_bytecode_cache_serves_every_point_of_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    warmed: list[Path] = []
+    monkeypatch.setattr(e2e_config, "warm_bytecode", warmed.append)
+    e2e_config.bytecode_cache.cache_clear()
+    try:
+        first = e2e.bytecode_cache()
+        assert e2e.bytecode_cache() == first and warmed == [first] and first.is_dir()
+    finally:
+        e2e_config.bytecode_cache.cache_clear()
 
 
 def test_throughput_is_bound_pods_over_first_to_last_bind_sampled_every_whole_second() -> None:

@@ -111,6 +111,7 @@ from scorer.bench.e2e_config import (
     KUBE_SCHEDULERS,
     STAND_IN,
     E2EError,
+    bytecode_cache,
     catalog,
     extender_command,
     extender_entry,
@@ -158,6 +159,7 @@ __all__ = [
     "Run",
     "STAND_IN",
     "e2e_available",
+    "bytecode_cache",
     "cpu_per_pod",
     "empty_extender",
     "empty_point",
@@ -322,8 +324,8 @@ class Run:
 
     @property
     def bytecode(self) -> Path:
-        """The Python processes' bytecode cache (``scorer.bench.e2e_config.python_env``)."""
-        return self.workdir / "pycache"
+        """The Python processes' bytecode cache (``scorer.bench.e2e_config.bytecode_cache``)."""
+        return bytecode_cache()
 
     def start_scheduler(self, command: list[str]) -> subprocess.Popen[bytes]:
         env = python_env(self.bytecode) if command[0] == sys.executable else None
@@ -397,7 +399,7 @@ async def measure(run: Run, command: list[str]) -> None:
     point, deadline, port = run.point, run.deadline, run.port
     objects = setup_objects(run.setup)
     if run.spec.scheduler == "scorer" or run.spec.scheduler in EXTENDED:  # Python processes: compiled first
-        await asyncio.to_thread(warm_bytecode, run.bytecode)
+        await asyncio.to_thread(bytecode_cache)  # (warmed once per bench run, before the first such point)
     api = Api(run.plane.url)
     try:
         point["load_s"] = await load(api, objects, deadline)

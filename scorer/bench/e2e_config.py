@@ -4,15 +4,20 @@ kube-scheduler's ``v1beta1`` converted from scorer's profiles, the extender entr
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from scorer.bench.controlplane import (
     KUBE_VERSION,
+    tmpfs_dir,
 )
 from scorer.bench.runner import METRICS_CONFIG
 from scorer.bench.spec import ADAPTIVE, PointSpec, Setup
@@ -305,6 +310,7 @@ def extender_command(config_file: Path, kubeconfig: Path, port: int, snapshot_fi
 # binary, never pays. So Python processes get a bytecode cache of their own (PYTHONPYCACHEPREFIX), filled
 # by one ``scorer plugins`` (every scorer module and every installed plugin imported) before the measured start;
 # it writes there the cache of attrs' generated code too (``scorer.codecache``), as the image's build does.
+# One cache serves every point of a bench run (``bytecode_cache``): the sources do not change in between.
 BYTECODE_WARM_UP_SECONDS = 120.0
 
 
@@ -324,6 +330,16 @@ def warm_bytecode(cache_dir: Path) -> None:
     if done.returncode != 0:
         raise E2EError(f"scorer plugins exited with {done.returncode}: "
                        f"{done.stderr.decode(errors='replace').strip()[-500:]}")
+
+
+@functools.cache
+def bytecode_cache() -> Path:
+    """The bytecode cache of every Python process this bench run starts, warmed by the first call
+    (``warm_bytecode``; a failed warm-up is tried again by the next) and removed at exit."""
+    cache_dir = Path(tempfile.mkdtemp(prefix="scorer-bench-pycache-", dir=tmpfs_dir()))
+    atexit.register(shutil.rmtree, cache_dir, True)
+    warm_bytecode(cache_dir)
+    return cache_dir
 
 
 def stand_in_command(port: int) -> list[str]:

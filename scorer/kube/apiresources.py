@@ -17,7 +17,14 @@ from typing import Any
 
 import attrs
 
-from scorer.model import namespace_from_dict, node_from_dict, pod_from_dict, pod_update_from_dict, workload_from_dict
+from scorer.model import (
+    TERMINAL_PHASES,
+    namespace_from_dict,
+    node_from_dict,
+    pod_from_dict,
+    pod_update_from_dict,
+    workload_from_dict,
+)
 from scorer.model.decode import storage_from_dict
 
 
@@ -92,7 +99,7 @@ def _waiting_pod_order(raw: Mapping[str, Any]) -> int | None:
     if not isinstance(spec, Mapping) or spec.get("nodeName"):
         return None
     if isinstance(status, Mapping) and (status.get("nominatedNodeName")
-                                        or status.get("phase") in ("Succeeded", "Failed")):
+                                        or status.get("phase") in TERMINAL_PHASES):
         return None
     priority = spec.get("priority")
     return -priority if type(priority) is int else 0

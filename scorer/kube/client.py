@@ -248,7 +248,7 @@ class ApiClient:
             self._repeats.warning("fenced writes", "not sending %s %s: this process does not hold the leader "
                                   "lease (its renew deadline passed)", method, path)
             raise FencedWrite(f"{method} {path}: not sent: this process does not hold the leader lease")
-        headers = {**self.access.headers(), "Accept": "application/json"}
+        headers = {**self.access.headers(), "Accept": "application/json", "User-Agent": self.user_agent}
         data = None
         if body is not None:
             data = orjson.dumps(body)
@@ -258,8 +258,7 @@ class ApiClient:
         try:
             if method == "POST" and not params:
                 status, answer_headers, answer = await self._post_pool().request(
-                    method, path, {**headers, "User-Agent": self.user_agent}, data,
-                    self.timeout.total or DEFAULT_TIMEOUT)
+                    method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT)
                 code = str(status)
                 return ApiResponse(status, answer, answer_headers)
             async with self._open().request(method, self.access.server + path, data=data, params=params,

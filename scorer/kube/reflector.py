@@ -110,6 +110,7 @@ import contextlib
 import datetime
 import gc
 import logging
+import operator
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -679,7 +680,7 @@ class Reflector:
         if isinstance(raws, list):
             raws.clear()  # (the entries hold them now, dropped one by one)
         if ordered:
-            entries.sort(key=_first, reverse=True)
+            entries.sort(key=operator.itemgetter(0), reverse=True)
         else:
             entries.reverse()
         return entries
@@ -883,10 +884,6 @@ class Reflector:
         if self._handlers is None:
             raise RuntimeError(f"{self.resource.name} reflector: no handlers bound (call run or bind first)")
         return self._handlers
-
-
-def _first(entry: tuple[str, Any]) -> str:
-    return entry[0]
 
 
 def _version_of(raw: Mapping[str, Any]) -> str:
