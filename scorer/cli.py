@@ -38,6 +38,7 @@ from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
 from scorer.inputs.describe import printable
+from scorer.kube.early import EarlyLists
 from scorer.registry import ENTRY_POINT_GROUP, EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
 from scorer.scaffold import KINDS, new_plugin, plugin_names
 from scorer.service import logs
@@ -255,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log_format=args.log_format, enable_debug_endpoints=args.enable_debug_endpoints,
         autoload=False if args.no_plugin_autoload else None, blocked=tuple(args.block_plugin or ()),
         seed=args.seed, extender_profile=args.extender_profile, extender_prefix=args.extender_prefix,
-        no_scheduling=args.no_scheduling, metrics_file=args.metrics)
+        no_scheduling=args.no_scheduling, metrics_file=args.metrics, early_lists=args.early_lists)
     logs.configure(options.log_format)
     service = build_service(options)
     for warning in (*map(_failure_warning, service.asm.registry.failures), *service.asm.warnings):
@@ -421,8 +422,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status (see the module docstring)."""
+def main(argv: Sequence[str] | None = None, *, early_lists: EarlyLists | None = None) -> int:
+    """Run one command; returns the exit status (see the module docstring). ``early_lists``: the first lists
+    of ``scorer run``, asked for while the modules loaded (``scorer.kube.early``; the scorer command)."""
     if sys.stdout is None:  # started with standard output closed (scorer simulate >&-)
         _err("error: cannot write the output: standard output is closed")
         return EXIT_INTERNAL
@@ -433,19 +435,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
     try:
-        code = _dispatch(build_parser(), argv)
+        code = _dispatch(build_parser(), argv, early_lists)
         _flush_stdout()
     except _OutputError as exc:
         return _output_failed(exc.__cause__)
     return code
 
 
-def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None, early_lists: EarlyLists | None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors (2): argparse printed them
         _flush_stdout()
         return EXIT_OK if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    args.early_lists = early_lists
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return int(func(args))

@@ -68,9 +68,9 @@ from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, sche
 
 from scorer.kube.client import ApiClient
 from scorer.kube.config import load_kubeconfig
+from scorer.kube.early import USER_AGENT
 from scorer.kube.writer import ApiWriter
 from scorer.model import pod_from_dict
-from scorer.service.build import USER_AGENT
 
 pytestmark = pytest.mark.kube
 

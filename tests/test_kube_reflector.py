@@ -176,11 +176,20 @@ class FakeStream:
             raise item
         return item
 
+    async def readchunk(self) -> bytes:
+        chunk, self._body = self._body[:LIST_CHUNK], self._body[LIST_CHUNK:]
+        return chunk
+
     async def read(self) -> bytes:
-        return self._body
+        body, self._body = self._body, b""
+        return body
 
     def response(self, body: bytes) -> ApiResponse:
         return ApiResponse(self.status, body, self.headers)
+
+
+# A scripted LIST answer comes in chunks of this many bytes, so that items straddle chunks.
+LIST_CHUNK = 37
 
 
 class FakeClient:
@@ -199,6 +208,10 @@ class FakeClient:
 
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None,
                       body: Any = None) -> ApiResponse:
+        """A discovery request: the next of ``lists``."""
+        return await self._next_list(params)
+
+    async def _next_list(self, params: dict[str, str] | None) -> ApiResponse:
         self.calls.append(("list", dict(params or {})))
         self.gc_enabled.append(gc.isenabled())
         if not self.lists:
@@ -210,7 +223,11 @@ class FakeClient:
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: dict[str, str] | None = None,
-                     read_timeout: float | None = None):
+                     read_timeout: float | None = None, timed: bool = False):
+        if "watch" not in (params or {}):  # a LIST, read as it arrives
+            answer = await self._next_list(params)
+            yield FakeStream(answer.status, headers=dict(answer.headers), body=answer.body)
+            return
         self.calls.append(("watch", dict(params or {})))
         if not self.watches:
             await self._block()
@@ -692,7 +709,7 @@ class PathClient(FakeClient):
         return await super().request(method, path, **kwargs)
 
     def stream(self, method: str, path: str, **kwargs: Any):
-        self.paths.append("watch " + path)
+        self.paths.append(("watch " if "watch" in (kwargs.get("params") or {}) else "") + path)
         return super().stream(method, path, **kwargs)
 
 

@@ -22,7 +22,7 @@ import pytest
 from kubekit import ControllerManager, ControlPlane, delete_storage, local_volume, provision_volume
 from servicekit import Cluster, ScorerProcess, node_manifest, pod_manifest, scheduler_config, wait_until
 
-from scorer.service.build import USER_AGENT
+from scorer.kube.early import USER_AGENT
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 

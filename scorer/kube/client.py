@@ -61,6 +61,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.errors import ScorerError
 from scorer.kube.config import ClusterAccess
+from scorer.kube.early import EarlyAnswer, EarlyListError, EarlyLists
 from scorer.kube.http1 import Http1Pool, TransportError
 from scorer.kube.ratelimit import TokenBucket
 from scorer.logsummary import RepeatLog
@@ -173,7 +174,8 @@ class ApiStream:
     """A response being received (``ApiClient.stream``): the status and headers, then the body.
 
     ``readline()`` returns the next line (with its newline; ``b""`` at the end
-    of the body); ``read()`` the rest of the body. A connection that breaks or
+    of the body); ``readchunk()`` what has arrived of the body (``b""`` at its
+    end); ``read()`` the rest of the body. A connection that breaks or
     stays silent past the read timeout raises ``ApiUnavailable``.
     """
 
@@ -189,6 +191,12 @@ class ApiStream:
         except _TRANSPORT_ERRORS as error:
             raise _unavailable(self._what, error) from None
 
+    async def readchunk(self) -> bytes:
+        try:
+            return await self._response.content.readany()
+        except _TRANSPORT_ERRORS as error:
+            raise _unavailable(self._what, error) from None
+
     async def read(self) -> bytes:
         try:
             return await self._response.read()
@@ -200,6 +208,36 @@ class ApiStream:
         return ApiResponse(self.status, body, dict(self.headers))
 
 
+class EarlyApiStream(ApiStream):
+    """An answer asked for before the client existed (``scorer.kube.early``), read as an ``ApiStream``."""
+
+    def __init__(self, answer: EarlyAnswer, what: str) -> None:  # (no aiohttp response behind it)
+        self.status = answer.status
+        self.headers = answer.headers
+        self._answer = answer
+        self._what = what
+        self._lines = b""
+
+    async def readchunk(self) -> bytes:
+        try:
+            return await self._answer.readchunk()
+        except EarlyListError as error:
+            raise ApiUnavailable(f"{self._what}: {error}") from None
+
+    async def readline(self) -> bytes:
+        while b"\n" not in self._lines and (chunk := await self.readchunk()):
+            self._lines += chunk
+        line, newline, self._lines = self._lines.partition(b"\n")
+        return line + newline
+
+    async def read(self) -> bytes:
+        body = [self._lines]
+        while chunk := await self.readchunk():
+            body.append(chunk)
+        self._lines = b""
+        return b"".join(body)
+
+
 def _unavailable(what: str, error: BaseException) -> ApiUnavailable:
     return ApiUnavailable(f"{what}: {type(error).__name__}: {error or 'timed out'}")
 
@@ -209,8 +247,10 @@ class ApiClient:
 
     def __init__(self, access: ClusterAccess, *, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST,
                  timeout: float = DEFAULT_TIMEOUT, user_agent: str = "scorer",
-                 fence: Callable[[], bool] | None = None, metrics: RestClientMetrics | None = None) -> None:
+                 fence: Callable[[], bool] | None = None, metrics: RestClientMetrics | None = None,
+                 early: EarlyLists | None = None) -> None:
         self.access = access
+        self.early = early  # answers asked for before this client existed, taken by stream()
         self.metrics = metrics
         self._host = urllib.parse.urlsplit(access.server).netloc  # the host label
         self.fence = fence  # asked before each write; False: not sent (FencedWrite)
@@ -276,19 +316,38 @@ class ApiClient:
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                     read_timeout: float | None = None) -> AsyncIterator[ApiStream]:
+                     read_timeout: float | None = None, timed: bool = False) -> AsyncIterator[ApiStream]:
         """``async with client.stream("GET", path, params=...) as stream:`` the response as it arrives.
 
         Takes a bucket token like ``request``. The connection must be made
         within the client's timeout; then there is no total timeout, only
         ``read_timeout`` seconds at most of silence (waiting for the headers,
-        then between two reads; None: no limit).
+        then between two reads; None: no limit). ``timed``: the request's
+        duration, until the ``async with`` ends, goes to the client's metrics
+        (a LIST read as it arrives; not a watch, whose duration is its timeout).
         Transport failures, on connecting or while reading, are ``ApiUnavailable``.
+        The answer is asked for uncompressed (a list is read as the server writes it, and a scheduler sits
+        beside its API server: compressing 20 MB of nodes costs the server more than sending them).
+
+        The answer the client's ``early`` lists hold for this very request is read instead of asking again.
         """
-        await self.bucket.acquire()
-        headers = {**self.access.headers(), "Accept": "application/json"}
-        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout.total, sock_read=read_timeout)
+        start = time.perf_counter()
         what = f"{method} {self.access.server}{path}"
+        answer = self.early.take(path, params) if self.early is not None and method == "GET" else None
+        if answer is not None and await answer.wait_head():
+            if self.metrics is not None:
+                self.metrics.count(str(answer.status), method, self._host)
+            try:
+                yield EarlyApiStream(answer, what)
+            finally:
+                answer.discard()
+                if timed and self.metrics is not None:
+                    self.metrics.observe(method, self.access.server + url_template(path, params),
+                                         time.perf_counter() - answer.started)
+            return
+        await self.bucket.acquire()
+        headers = {**self.access.headers(), "Accept": "application/json", "Accept-Encoding": "identity"}
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout.total, sock_read=read_timeout)
         self.requests += 1
         try:
             response = await self._open().request(method, self.access.server + path, params=params,
@@ -303,12 +362,17 @@ class ApiClient:
         try:
             yield ApiStream(response, what)
         finally:
+            if timed and self.metrics is not None:
+                self.metrics.observe(method, self.access.server + url_template(path, params),
+                                     time.perf_counter() - start)
             if response.content.at_eof():
                 response.release()  # the connection can serve another request
             else:
                 response.close()  # left mid-body (a watch given up): the connection goes
 
     async def close(self) -> None:
+        if self.early is not None:
+            self.early.discard()
         if self._posts is not None:
             await self._posts.close()
         if self._session is not None:

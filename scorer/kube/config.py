@@ -101,6 +101,34 @@ class ClusterAccess:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+@attrs.frozen(slots=True)
+class AccessChoice:
+    """Where the API access comes from: a kubeconfig file and context, or (``kubeconfig`` None) the
+    in-cluster service account."""
+
+    kubeconfig: str | None
+    context: str | None = None
+
+    def load(self) -> ClusterAccess:
+        return in_cluster() if self.kubeconfig is None else load_kubeconfig(self.kubeconfig, self.context)
+
+
+def choose_access(kubeconfig: str | None, context: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> AccessChoice:
+    """The access ``scorer run`` uses: ``kubeconfig`` (``--kubeconfig``, else ``clientConnection.kubeconfig``),
+    else the in-cluster service account (``KUBERNETES_SERVICE_HOST`` set), else ``$KUBECONFIG`` or
+    ``~/.kube/config`` when that file exists."""
+    if kubeconfig:
+        return AccessChoice(kubeconfig, context)
+    if (os.environ if environ is None else environ).get("KUBERNETES_SERVICE_HOST"):
+        return AccessChoice(None)
+    default = default_kubeconfig_path()
+    if Path(default).is_file():
+        return AccessChoice(default, context)
+    raise KubeConfigError("no cluster to talk to: give --kubeconfig FILE (or clientConnection.kubeconfig in the "
+                          f"configuration), run scorer in a pod, or create {default}")
+
+
 def default_kubeconfig_path() -> str:
     """``$KUBECONFIG`` (its first file, if it lists several), else ``~/.kube/config``."""
     listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]

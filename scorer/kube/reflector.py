@@ -17,8 +17,11 @@ client-go's reflector and informer do (reference ``kubernetes-api-client.md``
   does: the API server answers from its watch cache, at once and in one page
   (it ignores ``limit`` there), where a list from etcd takes a round trip and
   a quorum read per page; re-lists read etcd, paginated (``list_from_cache``
-  False makes the first one do so too). Each item's JSON is dropped as soon
-  as it is decoded, so a list is not held twice.
+  False makes the first one do so too). Each page is decoded item by item as
+  it arrives (``scorer.kube.listing``), so decoding overlaps the server's
+  encoding; each item's JSON is dropped as soon as it is decoded, so a list
+  is not held twice. Items are delivered in key order, as etcd lists them
+  (the watch cache answers in no order).
 
   The first list of a resource with ``deferrable`` (the pods) delivers the
   objects it names (pods that only wait to be scheduled) after the sync,
@@ -123,16 +126,18 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from scorer.errors import ModelError
 from scorer.inputs.describe import describe_value, printable
 from scorer.kube.apiresources import BoundHandlers, Resource, bind_handlers
-from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
+from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient, ApiResponse, ApiUnavailable
+from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params, read_list
 from scorer.logsummary import RepeatLog
 from scorer.metrics import SchedulerMetrics
 from scorer.tasks import Backoff
 
 log = logging.getLogger("scorer.kube.reflector")
 
-DEFAULT_PAGE_SIZE = 500
 # The first list's deferred objects are decoded and delivered this many at a time (a few ms of work).
 DEFERRED_CHUNK = 64
+# A LIST is read as it arrives: at most this many seconds of silence (connecting, then between two reads).
+LIST_READ_TIMEOUT = DEFAULT_TIMEOUT
 DEFAULT_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for this ±10 %
 WATCH_TIMEOUT_JITTER = 0.1
 # A watch is silent between events: the read timeout only catches a server gone quiet past its own deadline.
@@ -300,11 +305,10 @@ def _status_error(response: ApiResponse, cap: float) -> WatchError:
 
 
 class _Deferred(NamedTuple):
-    """An object of the first list delivered after the sync: its place, its position in the list (ties
-    keep the list's order), its key and its JSON, decoded when delivered."""
+    """An object of the first list delivered after the sync: its place, its key (ties go in key order, an
+    etcd list's order) and its JSON, decoded when delivered."""
 
     place: int
-    position: int
     key: str
     raw: Mapping[str, Any]
 
@@ -608,49 +612,52 @@ class Reflector:
 
     async def _list_pages(self, items: dict[str, Any], deferred: list[_Deferred] | None = None, *,
                           from_cache: bool = False) -> str:
-        """Every page of the list into ``items`` (key -> decoded object), except what ``deferred`` (when
-        given) takes: the objects ``resource.deferrable`` names, with their place, not yet decoded."""
+        """Every page of the list into ``items`` (key -> decoded object, in key order), except what
+        ``deferred`` (when given) takes: the objects ``resource.deferrable`` names, with their place, not yet
+        decoded. Each page is decoded item by item as it arrives (``read_list``)."""
         path = self._path()
         limit, token, version = self.page_size, "", ""
         seen: set[str] = set()
         deferrable = self.resource.deferrable if deferred is not None else None
+
+        def take(raw: Any) -> None:
+            if not isinstance(raw, Mapping):
+                return
+            key = self.resource.key(raw)
+            if key is None:
+                self._report_nameless(raw)
+                return
+            seen.add(key)
+            place = deferrable(raw) if deferrable is not None else None
+            if place is not None:
+                assert deferred is not None
+                deferred.append(_Deferred(place, key, raw))
+                return
+            obj = self._decode(key, raw)
+            if obj is not None:
+                items[key] = obj
+
         while True:
-            params = {"limit": str(limit)} if limit > 0 else {}
-            if token:
-                params["continue"] = token
-            elif from_cache:
-                params["resourceVersion"] = "0"
-            response = await self.client.request("GET", path, params=params)
-            if response.status == 410 and token:
-                log.info("%s reflector: the list's continue token expired; listing again in one page",
-                         self.resource.name)
-                limit, token = 0, ""
-                items.clear()
-                seen.clear()
-                if deferred is not None:
-                    deferred.clear()
-                continue
-            if response.status != 200:
-                raise _status_error(response, self.delays.retry_after_cap)
-            try:
-                body = response.json()
-            except orjson.JSONDecodeError as error:
-                raise WatchError("an undecodable list", f"GET {path}: the body is not JSON: {error}") from None
-            del response  # (the page's bytes: only its decoded JSON is kept)
+            params = list_params(limit, token, from_cache=from_cache)
+            async with self.client.stream("GET", path, params=params, read_timeout=LIST_READ_TIMEOUT,
+                                          timed=True) as stream:
+                if stream.status == 410 and token:
+                    log.info("%s reflector: the list's continue token expired; listing again in one page",
+                             self.resource.name)
+                    limit, token = 0, ""
+                    items.clear()
+                    seen.clear()
+                    if deferred is not None:
+                        deferred.clear()
+                    continue
+                if stream.status != 200:
+                    raise _status_error(stream.response(await stream.read()), self.delays.retry_after_cap)
+                try:
+                    body = await read_list(stream, take)
+                except orjson.JSONDecodeError as error:
+                    raise WatchError("an undecodable list", f"GET {path}: the body is not JSON: {error}") from None
             if not isinstance(body, Mapping):
                 raise WatchError("an undecodable list", f"GET {path}: {describe_value(body)} is not a list")
-            entries = self._keyed(body.get("items"), ordered=from_cache and not token)
-            while entries:
-                key, raw = entries.pop()  # (each item's JSON goes once it is decoded)
-                seen.add(key)
-                place = deferrable(raw) if deferrable is not None else None
-                if place is not None:
-                    assert deferred is not None
-                    deferred.append(_Deferred(place, len(deferred), key, raw))
-                    continue
-                obj = self._decode(key, raw)
-                if obj is not None:
-                    items[key] = obj
             meta = body.get("metadata")
             meta = meta if isinstance(meta, Mapping) else {}
             version = str(meta.get("resourceVersion") or version)
@@ -663,27 +670,11 @@ class Reflector:
                 items[key] = self.store[key]
         for key in [k for k in self._invalid if k not in seen]:
             del self._invalid[key]
+        # A list from the watch cache comes in no order, one from etcd by key: scorer delivers them alike.
+        ordered = sorted(items.items(), key=operator.itemgetter(0))
+        items.clear()
+        items.update(ordered)
         return version
-
-    def _keyed(self, raws: object, *, ordered: bool) -> list[tuple[str, Mapping[str, Any]]]:
-        """A page's items with their keys, last first (they are popped); sorted by key when ``ordered``: a
-        list from the watch cache comes in no order, one from etcd by key, and scorer delivers them alike."""
-        entries: list[tuple[str, Mapping[str, Any]]] = []
-        for raw in raws if isinstance(raws, list) else ():
-            if not isinstance(raw, Mapping):
-                continue
-            key = self.resource.key(raw)
-            if key is None:
-                self._report_nameless(raw)
-                continue
-            entries.append((key, raw))
-        if isinstance(raws, list):
-            raws.clear()  # (the entries hold them now, dropped one by one)
-        if ordered:
-            entries.sort(key=operator.itemgetter(0), reverse=True)
-        else:
-            entries.reverse()
-        return entries
 
     async def _deliver_deferred(self, deferred: list[_Deferred]) -> None:
         """Decode and deliver the first list's deferred objects as adds, in their place's order,

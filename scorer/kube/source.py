@@ -47,9 +47,9 @@ from prometheus_client import CollectorRegistry
 from scorer.cluster.interface import ObjectHandlers
 from scorer.kube.apiresources import RESOURCES, STORAGE_RESOURCES, WORKLOAD_RESOURCES, bind_handlers
 from scorer.kube.client import ApiClient
+from scorer.kube.listing import DEFAULT_PAGE_SIZE
 from scorer.kube.reflector import (
     DEFAULT_DELAYS,
-    DEFAULT_PAGE_SIZE,
     DEFAULT_WATCH_TIMEOUT,
     InvalidCallback,
     Reflector,
@@ -80,6 +80,7 @@ class ApiSource:
         if unknown or not resources:
             raise ValueError(f"unknown resources {unknown or list(resources)}: expected some of {sorted(RESOURCES)}")
         self.metrics = ReflectorMetrics(collector_registry)
+        self.client = client
         self.delays = delays
         self.reflectors: dict[str, Reflector] = {}
         previous: Reflector | None = None
@@ -99,6 +100,9 @@ class ApiSource:
         for name, reflector in self.reflectors.items():
             supervisor.start(f"reflector:{name}", functools.partial(reflector.run, handlers), restart=True)
         try:
+            await self.wait_for_sync()
+            if self.client.early is not None:
+                self.client.early.discard()  # early answers no reflector asked for (scorer.kube.early)
             await asyncio.Event().wait()  # until cancelled
         finally:
             await supervisor.stop()

@@ -4,7 +4,10 @@
   ``leaderElection``, then assembled (profiles, plugins, queue, scheduler).
 * API access: ``--kubeconfig``, else ``clientConnection.kubeconfig``, else the
   in-cluster service account (``KUBERNETES_SERVICE_HOST`` set), else
-  ``$KUBECONFIG`` or ``~/.kube/config`` when that file exists.
+  ``$KUBECONFIG`` or ``~/.kube/config`` when that file exists
+  (``choose_access``). The first lists of nodes and pods, asked for while the
+  modules loaded (``options.early_lists``), are read by the reflectors when
+  they were asked for with the same access.
 * Three API clients, each with its own token bucket of ``clientConnection``
   ``qps``/``burst``, as kube-scheduler keeps separate clients: the reflectors
   and bindings (and the other writes: pod conditions, preemption deletes,
@@ -26,16 +29,14 @@ that cannot be reached is not one: the reflectors retry with backoff while
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 
-from scorer import __version__
 from scorer.assembly import assemble
 from scorer.config import SchedulerConfig, load_and_resolve
 from scorer.errors import ConfigError, InputError
 from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient, RestClientMetrics
-from scorer.kube.config import ClusterAccess, KubeConfigError, default_kubeconfig_path, in_cluster, load_kubeconfig
+from scorer.kube.config import ClusterAccess, choose_access
+from scorer.kube.early import USER_AGENT, EarlyLists
 from scorer.kube.leader import LeaderElector
 from scorer.kube.source import ApiSource
 from scorer.kube.writer import ApiWriter
@@ -45,20 +46,17 @@ from scorer.service.app import Service
 from scorer.service.options import ServiceOptions
 from scorer.sources import load_snapshot
 
-USER_AGENT = f"scorer/{__version__}"
 
-
-def resolve_access(options: ServiceOptions, config: SchedulerConfig) -> ClusterAccess:
-    path = options.kubeconfig or config.client_connection.kubeconfig
-    if path:
-        return load_kubeconfig(path, options.context)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return in_cluster()
-    default = default_kubeconfig_path()
-    if Path(default).is_file():
-        return load_kubeconfig(default, options.context)
-    raise KubeConfigError("no cluster to talk to: give --kubeconfig FILE (or clientConnection.kubeconfig in the "
-                          f"configuration), run scorer in a pod, or create {default}")
+def resolve_access(options: ServiceOptions, config: SchedulerConfig) -> tuple[ClusterAccess, EarlyLists | None]:
+    """The API access, and the early lists (``scorer.kube.early``) when they were asked for with it (the
+    access they loaded is taken then; otherwise they are dropped)."""
+    choice = choose_access(options.kubeconfig or config.client_connection.kubeconfig, options.context)
+    early = options.early_lists
+    if early is not None and early.choice == choice:
+        return early.access, early
+    if early is not None:
+        early.discard()
+    return choice.load(), None
 
 
 def check_extender_options(options: ServiceOptions, profiles: list[str]) -> None:
@@ -77,16 +75,16 @@ def build_service(options: ServiceOptions) -> Service:
     config, _ = load_and_resolve(options.config, registry.catalog())
     check_extender_options(options, [profile.scheduler_name for profile in config.profiles])
     snapshot = load_snapshot(options.metrics_file) if options.metrics_file else None
-    access = resolve_access(options, config)
+    access, early = resolve_access(options, config)
     connection = config.client_connection
     metrics = SchedulerMetrics()
     rest_metrics = RestClientMetrics(metrics.collector_registry)
 
-    def client(timeout: float = DEFAULT_TIMEOUT) -> ApiClient:
+    def client(timeout: float = DEFAULT_TIMEOUT, early: EarlyLists | None = None) -> ApiClient:
         return ApiClient(access, qps=connection.qps, burst=connection.burst, user_agent=USER_AGENT, timeout=timeout,
-                         metrics=rest_metrics)
+                         metrics=rest_metrics, early=early)
 
-    api, events = client(), client()
+    api, events = client(early=early), client()  # (the reflectors list through the first)
     writer = ApiWriter(api, events_client=events, collector_registry=metrics.collector_registry,
                        controller=config.profiles[0].scheduler_name if config.profiles else "default-scheduler")
     asm = assemble(options.config, writer, registry=registry, metrics=metrics, seed=options.seed,

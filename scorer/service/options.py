@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from scorer.kube.early import EarlyLists
+
 DEFAULT_PORT = 10259  # kube-scheduler's DefaultKubeSchedulerPort
 DEFAULT_SHUTDOWN_TIMEOUT = 15.0  # SIGTERM to exit, bindings and lease release included
 DEFAULT_BINDING_GRACE = 10.0  # of which in-flight bindings may take this long
@@ -36,3 +38,5 @@ class ServiceOptions:
     extender_prefix: str = "/scheduler"
     no_scheduling: bool = False  # serve only the extender, health and metrics: bind nothing, no leader election
     metrics_file: str | None = None  # a MetricsSnapshot the metric-driven plugins read instead of Prometheus
+    # The first lists, asked for while the modules loaded (scorer.kube.early; the scorer command starts them).
+    early_lists: EarlyLists | None = attrs.field(default=None, eq=False, repr=False)

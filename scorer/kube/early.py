@@ -1,0 +1,211 @@
+"""The first lists of nodes and pods, asked for while ``scorer run``'s modules load (``start``).
+
+A scheduler places nothing before it has listed nodes and pods. kube-apiserver takes about 0.1 s (500
+nodes, 3,000 pods) to 0.7 s (15,000 nodes) to encode those lists on a busy 2-core machine, and scorer's
+modules take about 0.3 s of CPU to load. So ``scorer/__main__.py`` sends these two requests first, each
+on a thread of its own with the standard library's HTTP client, and the server encodes while Python
+imports; the threads keep what arrives. The reflectors' first lists then read those answers
+(``ApiClient(early=...)``, ``EarlyLists.take``) as they arrive, as they would read their own.
+
+Only what the service would ask itself is taken: the same API access (``AccessChoice``: the same
+kubeconfig and context, or in cluster; the service takes the access loaded here rather than loading it
+again), the same path and query (a first list from the watch cache, ``list_params``) and the same user
+agent. Anything else and the answers are dropped unread (``discard``): a configuration that names
+another kubeconfig, a reflector with another page size. Each answer is taken once. A request that failed
+before its answer's head is not retried here: the reflector asks again, as it would have. A failure
+while the body arrives is the reflector's, as with its own request (it lists again).
+
+Nothing is started for another command, for ``--help``, or when the access cannot be loaded (the
+service then reports that itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from scorer import __version__
+from scorer.errors import InputError
+from scorer.kube.config import AccessChoice, ClusterAccess, choose_access
+from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
+
+USER_AGENT = f"scorer/{__version__}"  # every request of scorer run's API clients
+FIRST_LISTS = ("/api/v1/nodes", "/api/v1/pods")
+READ_SIZE = 1 << 20  # bytes asked of the socket at a time
+EARLY_TIMEOUT = 30.0  # seconds of silence (connecting, then between two reads); the client's own timeout
+
+
+class EarlyListError(Exception):
+    """The early request failed (its transport, after the head)."""
+
+
+class EarlyAnswer:
+    """One request sent on its own thread: its status and headers, then its body in chunks, read from
+    the event loop (``wait_head``, ``readchunk``)."""
+
+    def __init__(self, path: str, params: Mapping[str, str]) -> None:
+        self.path = path
+        self.params = dict(params)
+        self.started = time.perf_counter()
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._chunks: list[bytes] = []
+        self._head = False  # the status and headers are in
+        self._done = False  # the body is all in, or the request failed
+        self._error: BaseException | None = None
+        self._dropped = False
+        self._version = 0  # publications so far
+        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+
+    # --- the thread
+    def fetch(self, access: ClusterAccess, context: ssl.SSLContext | None) -> None:
+        connection: http.client.HTTPConnection | None = None
+        try:
+            url = urllib.parse.urlsplit(access.server)
+            if url.scheme == "https":
+                connection = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT,
+                                                         context=context)
+            else:
+                connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT)
+            target = url.path.rstrip("/") + self.path + "?" + urllib.parse.urlencode(self.params)
+            connection.request("GET", target, headers={**access.headers(), "Accept": "application/json",
+                                                       "User-Agent": USER_AGENT})
+            response = connection.getresponse()
+            self._publish(head=(response.status, dict(response.getheaders())))
+            while not self._dropped and (chunk := response.read1(READ_SIZE)):
+                self._publish(chunk=chunk)
+            self._publish(done=True)
+        except Exception as error:  # (any failure: the reflector's own request tells it as usual)
+            self._publish(error=error)
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _publish(self, *, head: tuple[int, dict[str, str]] | None = None, chunk: bytes = b"",
+                 done: bool = False, error: BaseException | None = None) -> None:
+        with self._lock:
+            if head is not None:
+                self.status, self.headers = head
+                self._head = True
+            if chunk and not self._dropped:
+                self._chunks.append(chunk)
+            if done or error is not None:
+                self._done, self._error = True, error
+            self._version += 1
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            loop, future = waiter
+            try:
+                loop.call_soon_threadsafe(_wake, future)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+    # --- the event loop
+    async def _changed(self, version: int) -> None:
+        """Wait until the thread publishes after ``version`` (at once if it already has)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if self._version != version:
+                return
+            self._waiter = (loop, future)
+        await future
+
+    async def wait_head(self) -> bool:
+        """True once the status and headers are in; False when the request failed before."""
+        while True:
+            with self._lock:
+                if self._head:
+                    return True
+                if self._done:
+                    return False
+                version = self._version
+            await self._changed(version)
+
+    async def readchunk(self) -> bytes:
+        """What has arrived of the body since the last call; ``b""`` at its end. ``EarlyListError`` when the
+        transport failed."""
+        while True:
+            with self._lock:
+                if self._chunks:
+                    chunks, self._chunks = self._chunks, []
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                if self._done:
+                    if self._error is not None:
+                        raise EarlyListError(f"{type(self._error).__name__}: {self._error or 'timed out'}")
+                    return b""
+                version = self._version
+            await self._changed(version)
+
+    def discard(self) -> None:
+        """Keep nothing more of the answer; its thread stops at its next read."""
+        with self._lock:
+            self._dropped = True
+            self._chunks = []
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+@attrs.define(eq=False)
+class EarlyLists:
+    """The early answers of one API access (``choice``, loaded as ``access``), by path."""
+
+    choice: AccessChoice
+    access: ClusterAccess
+    answers: dict[str, EarlyAnswer]
+
+    def take(self, path: str, params: Mapping[str, str] | None) -> EarlyAnswer | None:
+        """The answer to this very request, once; an answer asked for with another query is dropped."""
+        answer = self.answers.pop(path, None)
+        if answer is not None and answer.params != dict(params or {}):
+            answer.discard()
+            return None
+        return answer
+
+    def discard(self) -> None:
+        for answer in self.answers.values():
+            answer.discard()
+        self.answers.clear()
+
+
+def run_options(argv: Sequence[str]) -> tuple[str | None, str | None] | None:
+    """``--kubeconfig`` and ``--context`` of a ``scorer run`` command line; None for any other command."""
+    if not argv or argv[0] != "run" or "-h" in argv or "--help" in argv:
+        return None
+    found: dict[str, str | None] = {"--kubeconfig": None, "--context": None}
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in found:
+            found[name] = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found["--kubeconfig"], found["--context"]
+
+
+def start(argv: Sequence[str]) -> EarlyLists | None:
+    """The first lists of a ``scorer run`` command line, asked for now on threads; None for anything else."""
+    options = run_options(argv)
+    if options is None:
+        return None
+    try:
+        choice = choose_access(*options)
+        access = choice.load()
+        context = access.ssl_context()
+    except (InputError, OSError, ValueError):  # (the service reports it as it builds)
+        return None
+    lists = EarlyLists(choice, access, {})
+    for path in FIRST_LISTS:
+        answer = EarlyAnswer(path, list_params(DEFAULT_PAGE_SIZE, from_cache=True))
+        lists.answers[path] = answer
+        threading.Thread(target=answer.fetch, args=(access, context), name=f"early list {path}",
+                         daemon=True).start()
+    return lists

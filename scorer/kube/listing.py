@@ -1,0 +1,143 @@
+"""A LIST answer decoded item by item as it arrives (``read_list``), not once the whole body is in.
+
+kube-apiserver writes a list as ``{"kind":...,"apiVersion":...,"metadata":{...},"items":[{...},{...}]}``,
+compact, each item an object whose first key is the same (``"metadata"``: list items carry no ``kind``),
+and it writes it while it encodes: 20 MB for 15,000 nodes take it about 0.6 s on a busy 2-core machine. A
+reader that waits for the last byte and then parses the whole body decodes nothing in that time; this one
+parses each item as soon as its bytes are in (``ListSplitter``), so decoding overlaps the server's work and
+the transfer, and no more than one item's bytes and one chunk are held at a time.
+
+How items are found without a JSON scanner in Python: between two items the body holds ``},`` followed by
+the first item's opening up to its first key (``{"metadata":``). That sequence cannot be inside a string
+(a string's quotes are escaped), so a match is either the boundary between two items or a boundary deeper
+inside an item (an array of objects whose first key is the same). A piece that parses as one JSON object
+starting where an item starts is a whole item; a piece cut inside a nested array does not parse (its
+brackets are open), and the search goes on to the next match with the piece growing. What is left at the
+end (the last item, ``]`` and anything after the items) is parsed with a ``{"items":[`` before it, so keys
+after the items (other servers' order) are read too.
+
+Any other shape (no ``"items":[`` in the body, pretty-printed JSON, a head that is not an object's start)
+keeps the whole body and parses it in one piece at the end: the same items, the same errors as a reader
+of the whole body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import orjson
+
+DEFAULT_PAGE_SIZE = 500  # items per page of a LIST from etcd (client-go's pager)
+
+_ITEMS = b'"items":['
+_EMPTY_ITEMS = b'"items":[]}'
+
+
+def list_params(limit: int, token: str = "", *, from_cache: bool = False) -> dict[str, str]:
+    """The query of a LIST page: ``limit`` (none when 0), the ``continue`` token of the page before, or for a
+    first page from the API server's watch cache ``resourceVersion=0`` (the server then ignores the limit
+    and answers in one page)."""
+    params = {"limit": str(limit)} if limit > 0 else {}
+    if token:
+        params["continue"] = token
+    elif from_cache:
+        params["resourceVersion"] = "0"
+    return params
+
+
+class ChunkSource(Protocol):
+    """What ``read_list`` reads: a response body in chunks, ``b""`` at its end (``ApiStream``)."""
+
+    def readchunk(self) -> Awaitable[bytes]: ...
+
+
+class ListSplitter:
+    """A list body fed in chunks (``feed``): the items whole so far, parsed; ``finish()`` the rest.
+
+    ``feed`` returns the items (dicts) whose bytes are complete. ``finish()``
+    returns the envelope without its items (``kind``, ``metadata``...; any
+    JSON value for a body that is not an object) and the items not returned
+    yet, as the body has them (any JSON value, None when it has none); it
+    raises ``orjson.JSONDecodeError`` for a body that is not JSON. ``whole``
+    is True once the body is known not to have the usual shape: it is then
+    kept, and ``finish()`` parses all of it at once.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._head: dict[str, Any] | None = None  # the envelope before the items, once they are found
+        self._separator = b""  # b"}," + the first item's opening up to its first key
+        self._scan = 0  # where in the buffer the next search for the separator starts
+        self.whole = False
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        buffer = self._buffer
+        buffer += chunk
+        if self._head is None and (self.whole or not self._start(buffer)):
+            return []
+        if not self._separator:
+            colon = buffer.find(b":")
+            if colon < 0 or not buffer.startswith(b'{"'):
+                return []
+            self._separator = b"}," + bytes(buffer[:colon + 1])
+        items: list[Any] = []
+        separator, start, scan = self._separator, 0, self._scan
+        with memoryview(buffer) as view:
+            while (at := buffer.find(separator, scan)) >= 0:
+                scan = at + 1
+                try:
+                    item = orjson.loads(view[start:at + 1])
+                except orjson.JSONDecodeError:
+                    continue  # a boundary inside an item: the piece grows to the next one
+                if type(item) is dict:
+                    items.append(item)
+                    start = at + 2
+        self._scan = max(scan, len(buffer) - len(separator) + 1, start) - start
+        del buffer[:start]
+        return items
+
+    def _start(self, buffer: bytearray) -> bool:
+        """Read the envelope before ``"items":[`` in ``buffer`` and drop it from there: True; False when it is
+        not there yet, or will not be (``whole``)."""
+        at = buffer.find(_ITEMS)
+        if at < 0:
+            return False
+        try:
+            head = orjson.loads(bytes(buffer[:at]) + _EMPTY_ITEMS)
+        except orjson.JSONDecodeError:
+            head = None
+        if type(head) is not dict:
+            self.whole = True
+            return False
+        del head["items"]
+        self._head = head
+        del buffer[:at + len(_ITEMS)]
+        return True
+
+    def finish(self) -> tuple[Any, Any]:
+        buffer, self._buffer = self._buffer, bytearray()
+        if self._head is None:
+            self.whole = True
+            body = orjson.loads(buffer)
+            if not isinstance(body, Mapping):
+                return body, None
+            return {k: v for k, v in body.items() if k != "items"}, body.get("items")
+        buffer[:0] = b'{"items":['
+        tail = orjson.loads(buffer)
+        return {**self._head, **{k: v for k, v in tail.items() if k != "items"}}, tail["items"]
+
+
+async def read_list(stream: ChunkSource, take: Callable[[Any], None]) -> Any:
+    """Read a LIST answer's body from ``stream``, calling ``take`` with each item (any JSON value, as the
+    body has it) as soon as it is parsed; returns the envelope without its items (any JSON value for a
+    body that is not an object: the caller says what is wrong). A body that is not JSON raises
+    ``orjson.JSONDecodeError``; items that are not a list are no items."""
+    splitter = ListSplitter()
+    while chunk := await stream.readchunk():
+        for item in splitter.feed(chunk):
+            take(item)
+    envelope, rest = splitter.finish()
+    for item in rest if isinstance(rest, list) else ():
+        take(item)
+    return envelope

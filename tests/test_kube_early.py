@@ -1,0 +1,141 @@
+"""The first lists asked for while scorer run's modules load (scorer.kube.early): taken by the reflectors
+when they ask the very same thing, dropped otherwise, and no different from the reflectors' own lists."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from test_kube_reflector import Cluster, Recorder, in_step, pods_reflector, running, until
+
+from scorer.kube import early
+from scorer.kube.apiresources import RESOURCES
+from scorer.kube.client import ApiClient, ApiUnavailable, RestClientMetrics
+from scorer.kube.config import AccessChoice
+from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
+
+kube = pytest.mark.kube
+
+
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{server}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    return path
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["run", "--config", "c.yaml", "--kubeconfig", "k"], ("k", None)),
+    (["run", "--kubeconfig=k", "--context=ctx"], ("k", "ctx")),
+    (["run", "--context", "ctx"], (None, "ctx")),
+    (["run", "--kubeconfig"], (None, None)),
+    (["run", "--kubeconfig", "k", "--help"], None),
+    (["run", "-h"], None),
+    (["simulate", "--kubeconfig", "k"], None),
+    ([], None),
+])
+def test_only_a_run_command_line_asks_early(argv: list[str], expected: tuple | None) -> None:
+    assert early.run_options(argv) == expected
+
+
+def test_nothing_is_asked_when_the_access_cannot_be_loaded(tmp_path: Path) -> None:
+    assert early.start(["run", "--kubeconfig", str(tmp_path / "missing")]) is None
+    (tmp_path / "bad").write_text("clusters: 5\n")
+    assert early.start(["run", "--kubeconfig", str(tmp_path / "bad")]) is None
+
+
+def test_the_early_lists_are_the_reflectors_first_lists() -> None:
+    assert early.FIRST_LISTS == (RESOURCES["nodes"].path, RESOURCES["pods"].path)
+
+
+async def test_an_unreachable_server_leaves_the_list_to_the_reflector(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    lists = early.start(["run", "--kubeconfig", str(kubeconfig(tmp_path, f"http://127.0.0.1:{port}"))])
+    assert lists is not None and lists.choice == AccessChoice(str(tmp_path / "kubeconfig"))
+    client = ApiClient(lists.access, early=lists, timeout=2)
+    params = list_params(DEFAULT_PAGE_SIZE, from_cache=True)
+    with pytest.raises(ApiUnavailable):  # the early answer failed before its head: the client asked itself
+        async with client.stream("GET", "/api/v1/pods", params=params, timed=True):
+            pass
+    assert client.requests == 1 and list(lists.answers) == ["/api/v1/nodes"]
+    await client.close()
+
+
+async def test_an_answer_cut_in_its_body_is_the_reflectors_failure(tmp_path: Path) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def answer_then_cut() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"ite\r\n")
+
+    thread = threading.Thread(target=answer_then_cut, daemon=True)
+    thread.start()
+    choice = AccessChoice(str(kubeconfig(tmp_path, f"http://127.0.0.1:{server.getsockname()[1]}")))
+    cut = early.EarlyAnswer("/api/v1/nodes", {"limit": "5"})
+    lists = early.EarlyLists(choice, choice.load(), {"/api/v1/nodes": cut})
+    threading.Thread(target=cut.fetch, args=(lists.access, None), daemon=True).start()
+    client = ApiClient(lists.access, early=lists, timeout=2)
+    async with client.stream("GET", "/api/v1/nodes", params={"limit": "5"}) as stream:
+        assert stream.status == 200
+        with pytest.raises(ApiUnavailable, match="GET http://127.0.0.1"):
+            while await stream.readchunk():
+                pass
+    assert client.requests == 0
+    thread.join(5)
+    server.close()
+    await client.close()
+
+
+@kube
+async def test_the_reflector_reads_the_early_list_and_watches_from_its_version(control_plane) -> None:
+    namespace = "early-list"
+    cluster = Cluster(control_plane)
+    cluster.namespace(namespace)
+    for i in range(5):
+        cluster.pod(namespace, f"p{i}")
+    lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
+    assert lists is not None
+    assert await lists.answers["/api/v1/pods"].wait_head()
+    cluster.pod(namespace, "later")  # made after the early list was answered: the watch brings it
+    metrics = RestClientMetrics(CollectorRegistry())
+    client = ApiClient(lists.access, early=lists, metrics=metrics)
+    reflector, recorder = pods_reflector(client), Recorder()
+    async with running(reflector.run(recorder)):
+        await asyncio.wait_for(reflector.wait_for_sync(), 15)
+        await until(in_step(reflector, cluster, namespace), "the reflector in step with the API")
+        assert sorted(key for change, key in recorder.of(namespace) if change == "add") == [
+            f"{namespace}/{name}" for name in ("later", "p0", "p1", "p2", "p3", "p4")]
+    assert "/api/v1/pods" not in lists.answers  # taken
+    assert client.requests == 1  # the watch: the list was the early one
+    assert metrics.requests.labels("200", "GET", client._host)._value.get() == 2
+    await client.close()
+
+
+@kube
+async def test_a_reflector_that_asks_otherwise_lists_itself(control_plane) -> None:
+    lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
+    assert lists is not None
+    answer = lists.answers["/api/v1/pods"]
+    client = ApiClient(lists.access, early=lists)
+    reflector = pods_reflector(client, page_size=7)  # another query than the early one's
+    async with running(reflector.run(Recorder())):
+        await asyncio.wait_for(reflector.wait_for_sync(), 15)
+    assert "/api/v1/pods" not in lists.answers and answer._dropped
+    assert client.requests == 2  # its list, and its watch
+    await client.close()
+    assert not lists.answers and lists.answers == {}
