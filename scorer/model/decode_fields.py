@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime
 import types
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from scorer.errors import QuantityError
 from scorer.inputs.describe import expected, join_path, quote
@@ -17,6 +17,7 @@ from scorer.model.objects import OwnerReference
 from scorer.quantity import resource_value
 
 _EMPTY: Mapping[str, Any] = types.MappingProxyType({})
+_V = TypeVar("_V")
 
 
 class FieldError(Exception):
@@ -59,11 +60,12 @@ def _list(obj: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
 
 def _mappings(obj: Mapping[str, Any], key: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
     """(path, item) for each entry of a list of mappings."""
-    if obj.get(key) is None:
+    items = _list(obj, key, path)
+    if not items:
         return []
     base = join_path(path, key)
     result = []
-    for index, item in enumerate(_list(obj, key, path)):
+    for index, item in enumerate(items):
         item_path = f"{base}[{index}]"
         if type(item) is not dict and not isinstance(item, Mapping):
             raise FieldError(item_path, expected("an object", item))
@@ -155,7 +157,7 @@ def _str_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise FieldError(join_path(path, key), expected("a map of strings", value))
     result = dict(value)
     for name, item in result.items():
@@ -177,12 +179,52 @@ def _str_tuple(obj: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+# Resource maps already decoded (``_flat_key`` of the map -> the map decoded): every node of a cluster
+# repeats the same few quantities ("4", "32Gi", "110"), every pod of a workload its containers'.
+_RESOURCE_MAPS: dict[Hashable, dict[str, int]] = {}
+# Decoded values kept at most per cache (``_remember``), against input made of ever new values.
+DECODED_CACHE_SIZE = 1024
+
+
+def _flat_key(value: object) -> Hashable | None:
+    """A key for a cache of decoded values: equal for two values only when both are dicts (or both lists
+    of dicts) with equal keys in the same order and equal values of the same types (1, 1.0 and True are
+    equal in Python, not here; keys need no such care: a decoder reads string keys only, and a string
+    equals no other type). None for anything else, or when a value is a list or an object (unhashable):
+    those take the careful decode, which no cache stands in for."""
+    if type(value) is dict:
+        key: Hashable = (tuple(value), tuple(value.values()), tuple(map(type, value.values())))
+    elif type(value) is list and all(type(item) is dict for item in value):
+        key = tuple((tuple(item), tuple(item.values()), tuple(map(type, item.values()))) for item in value)
+    else:
+        return None
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(cache: dict[Hashable, _V], key: Hashable | None, value: _V) -> _V:
+    """``value``, kept in ``cache`` under ``key`` (unless None); a full cache is emptied first."""
+    if key is not None:
+        if len(cache) >= DECODED_CACHE_SIZE:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
     """Resource name -> canonical integer; quantities must not be negative."""
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    cache_key = _flat_key(value) if type(value) is dict else None
+    if cache_key is not None:
+        decoded = _RESOURCE_MAPS.get(cache_key)
+        if decoded is not None:
+            return dict(decoded)  # a copy: callers add defaults to it
+    elif not isinstance(value, Mapping):
         raise FieldError(
             join_path(path, key), expected('a map of resource name to quantity like "500m"', value)
         )
@@ -199,6 +241,7 @@ def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]
                 join_path(join_path(path, key), name), f"must not be negative, got {quote(quantity)}"
             )
         result[name] = amount
+    _remember(_RESOURCE_MAPS, cache_key, dict(result))
     return result
 
 
