@@ -1,4 +1,4 @@
-"""The caches of decoded resource maps and toleration lists (``scorer.model.decode_fields._flat_key``):
+"""The caches of decoded resource maps and toleration lists (``scorer.model.decode_fields``):
 an object decoded after one with equal but differently typed values (1, 1.0, True) gets the result,
 or the error, of its own values; the maps handed out are the caller's to change; the caches stay
 bounded."""

@@ -179,25 +179,24 @@ def _str_tuple(obj: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-# Resource maps already decoded (``_flat_key`` of the map -> the map decoded): every node of a cluster
-# repeats the same few quantities ("4", "32Gi", "110"), every pod of a workload its containers'.
+# Resource maps already decoded, by their items: every node of a cluster repeats the same few
+# quantities ("4", "32Gi", "110"), every pod of a workload its containers'. Only maps of strings are
+# kept: a string equals no number, so 1, 1.0 and True (a malformed quantity) never find each other's
+# entry (``_flat_key`` makes that distinction for other values, at a higher cost).
 _RESOURCE_MAPS: dict[Hashable, dict[str, int]] = {}
 # Decoded values kept at most per cache (``_remember``), against input made of ever new values.
 DECODED_CACHE_SIZE = 1024
 
 
 def _flat_key(value: object) -> Hashable | None:
-    """A key for a cache of decoded values: equal for two values only when both are dicts (or both lists
-    of dicts) with equal keys in the same order and equal values of the same types (1, 1.0 and True are
-    equal in Python, not here; keys need no such care: a decoder reads string keys only, and a string
-    equals no other type). None for anything else, or when a value is a list or an object (unhashable):
-    those take the careful decode, which no cache stands in for."""
-    if type(value) is dict:
-        key: Hashable = (tuple(value), tuple(value.values()), tuple(map(type, value.values())))
-    elif type(value) is list and all(type(item) is dict for item in value):
-        key = tuple((tuple(item), tuple(item.values()), tuple(map(type, item.values()))) for item in value)
-    else:
+    """A key for a cache of decoded values: equal for two values only when both are lists of dicts with
+    equal keys in the same order and equal values of the same types (1, 1.0 and True are equal in
+    Python, not here; keys need no such care: a decoder reads string keys only, and a string equals no
+    other type). None for anything else, or when a value is a list or an object (unhashable): those
+    take the careful decode, which no cache stands in for."""
+    if type(value) is not list or not all(type(item) is dict for item in value):
         return None
+    key = tuple((tuple(item), tuple(item.values()), tuple(map(type, item.values()))) for item in value)
     try:
         hash(key)
     except TypeError:
@@ -219,9 +218,11 @@ def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]
     value = obj.get(key)
     if value is None:
         return {}
-    cache_key = _flat_key(value) if type(value) is dict else None
-    if cache_key is not None:
-        decoded = _RESOURCE_MAPS.get(cache_key)
+    if type(value) is dict:
+        try:
+            decoded = _RESOURCE_MAPS.get(tuple(value.items()))
+        except TypeError:  # an unhashable (malformed) quantity
+            decoded = None
         if decoded is not None:
             return dict(decoded)  # a copy: callers add defaults to it
     elif not isinstance(value, Mapping):
@@ -241,7 +242,8 @@ def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]
                 join_path(join_path(path, key), name), f"must not be negative, got {quote(quantity)}"
             )
         result[name] = amount
-    _remember(_RESOURCE_MAPS, cache_key, dict(result))
+    if type(value) is dict and all(type(quantity) is str for quantity in value.values()):
+        _remember(_RESOURCE_MAPS, tuple(value.items()), dict(result))
     return result
 
 
