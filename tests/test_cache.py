@@ -55,6 +55,21 @@ def test_remove_node_moves_last_row():
     assert table.requested[0, cpu] == 1000
 
 
+@pytest.mark.parametrize("removed", ["a", "b"])
+def test_a_node_added_after_a_removal_starts_with_no_requests(removed):
+    """add_node takes the row past the end as it is: remove_node leaves that row zero, whether the
+    last row moved into the removed one or the removed node was the last."""
+    table = NodeTable()
+    for name in ("a", "b"):
+        table.add_node(make_node(name, cpu="4"))
+        table.add_pod(make_pod(f"p-{name}", cpu="1", memory="1Gi"), name)
+    table.remove_node(removed)
+    row = table.add_node(make_node("c", cpu="4"))
+    assert row == 1
+    assert table.requested[row].tolist() == [0] * len(table.resource_names)
+    assert table.non_zero_requested[row].tolist() == [0, 0]
+
+
 def test_taint_sets_are_interned():
     table = NodeTable()
     taint = {"key": "k", "value": "v", "effect": "NoSchedule"}

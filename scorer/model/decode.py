@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -64,6 +64,7 @@ from scorer.model.decode_fields import (
     _EMPTY,
     FieldError,
     _bool,
+    _flat_key,
     _int_in_range,
     _mapping,
     _mappings,
@@ -72,6 +73,7 @@ from scorer.model.decode_fields import (
     _optional_mapping,
     _optional_str,
     _owner_reference,
+    _remember,
     _required_str,
     _resource_map,
     _str,
@@ -107,6 +109,7 @@ from scorer.model.objects import (
     Pod,
     PodDisruptionBudget,
     SelectorOwner,
+    Toleration,
     Volume,
 )
 from scorer.model.requests import aggregate_container_requests, is_pod_level_resource
@@ -331,9 +334,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         node_name=_str(spec, "nodeName", "spec"),
         node_selector=_str_map(spec, "nodeSelector", "spec"),
         affinity=_affinity(spec),
-        tolerations=tuple(
-            _toleration(item, path) for path, item in _mappings(spec, "tolerations", "spec")
-        ),
+        tolerations=_tolerations(spec),
         topology_spread_constraints=tuple(
             _spread_constraint(item, path)
             for path, item in _mappings(spec, "topologySpreadConstraints", "spec")
@@ -363,6 +364,22 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
     return pod
 
 
+# Toleration lists already decoded (``_flat_key`` of the list -> the tolerations): the API server gives
+# every pod the same two, for the not-ready and unreachable taints.
+_TOLERATIONS: dict[Hashable, tuple[Toleration, ...]] = {}
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    items = spec.get("tolerations")
+    key = _flat_key(items) if items else None
+    tolerations = _TOLERATIONS.get(key) if key is not None else None
+    if tolerations is None:
+        tolerations = _remember(_TOLERATIONS, key, tuple(
+            _toleration(item, path) for path, item in _mappings(spec, "tolerations", "spec")
+        ))
+    return tolerations
+
+
 # The metadata fields _pod reads besides the name, namespace and resourceVersion.
 _DIGEST_METADATA = ("uid", "labels", "annotations", "ownerReferences", "deletionTimestamp", "creationTimestamp")
 
@@ -372,9 +389,10 @@ def bind_digest(spec: Mapping[str, Any], meta: Mapping[str, Any]) -> bytes:
     status: what binding it (kube-apiserver sets ``spec.nodeName``, the PodScheduled condition, a new
     resourceVersion) leaves as it was. Empty when the values are not JSON (a manifest's odd YAML):
     ``pod_update_from_dict`` then decodes in full."""
+    if type(spec) is not dict or "nodeName" in spec:  # a pending pod's spec (a dict) has none: no copy
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
     try:
-        data = orjson.dumps([{k: v for k, v in spec.items() if k != "nodeName"},
-                             [meta.get(field) for field in _DIGEST_METADATA]])
+        data = orjson.dumps([spec, [meta.get(field) for field in _DIGEST_METADATA]])
     except orjson.JSONEncodeError:
         return b""
     return hashlib.blake2b(data, digest_size=16).digest()
@@ -526,12 +544,11 @@ def _disruption_budget(
 # Public parsing API
 
 
-def _metadata(kind: str, obj: object, origin: str) -> tuple[Mapping[str, Any], str, str, str]:
-    """(metadata, namespace, name, label) where label names the object in errors."""
-    where = f" ({origin})" if origin else ""
-    if not isinstance(obj, Mapping):
+def _metadata(kind: str, obj: object, origin: str) -> tuple[Mapping[str, Any], str, str]:
+    """(metadata, namespace, name); an error names the object (``_label``) and ``origin``."""
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         got = describe_value(obj)
-        raise ModelError(f"{kind}{where}: expected a {kind} object, got {got}")
+        raise ModelError(f"{kind}{_where(origin)}: expected a {kind} object, got {got}")
     name = namespace = ""
     try:
         meta = _mapping(obj, "metadata", "")
@@ -551,8 +568,13 @@ def _metadata(kind: str, obj: object, origin: str) -> tuple[Mapping[str, Any], s
             )
             raise FieldError("apiVersion", f"expected {wanted}, got {describe_value(api_version)}")
     except FieldError as error:
-        raise ModelError(f"{_label(kind, namespace, name)}{where}: {error.path}: {error.message}") from None
-    return meta, namespace, name, _label(kind, namespace, name) + where
+        raise ModelError(f"{_label(kind, namespace, name)}{_where(origin)}: {error.path}: {error.message}") from None
+    return meta, namespace, name
+
+
+def _where(origin: str) -> str:
+    """`` (origin)`` after an object's label in an error, nothing without an origin."""
+    return f" ({origin})" if origin else ""
 
 
 def _label(kind: str, namespace: str, name: str) -> str:
@@ -588,11 +610,11 @@ def _decode(
     build: Callable[[Mapping[str, Any], Mapping[str, Any], str, str], _T],
 ) -> _T:
     """``build(obj, metadata, namespace, name)``; a FieldError becomes a ModelError naming the object."""
-    meta, namespace, name, label = _metadata(kind, obj, origin)
+    meta, namespace, name = _metadata(kind, obj, origin)
     try:
         return build(obj, meta, namespace, name)
     except FieldError as error:
-        raise ModelError(f"{label}: {error.path}: {error.message}") from None
+        raise ModelError(f"{_label(kind, namespace, name)}{_where(origin)}: {error.path}: {error.message}") from None
 
 
 _WORKLOAD_BUILDERS: dict[str, Callable[..., SelectorOwner | PodDisruptionBudget]] = {
@@ -670,7 +692,7 @@ def object_from_dict(
     """Build a Pod, Node, Namespace, workload or storage object according to ``kind`` (``obj["kind"]``,
     else the ``kind`` given, as for the items of a ``PodList``); other kinds
     are errors."""
-    where = f" ({origin})" if origin else ""
+    where = _where(origin)
     if not isinstance(obj, Mapping):
         raise ModelError(f"object{where}: expected a Kubernetes object, got {describe_value(obj)}")
     declared = obj.get("kind", kind)
@@ -695,7 +717,7 @@ def object_name(obj: Mapping[str, Any], origin: str = "") -> str:
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    where = f" ({origin})" if origin else ""
+    where = _where(origin)
     if isinstance(name, str) and name:
         if isinstance(namespace, str) and namespace:
             return f" {printable(namespace)}/{printable(name)}{where}"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime
 import types
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from scorer.errors import QuantityError
 from scorer.inputs.describe import expected, join_path, quote
@@ -17,6 +17,7 @@ from scorer.model.objects import OwnerReference
 from scorer.quantity import resource_value
 
 _EMPTY: Mapping[str, Any] = types.MappingProxyType({})
+_V = TypeVar("_V")
 
 
 class FieldError(Exception):
@@ -59,11 +60,12 @@ def _list(obj: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
 
 def _mappings(obj: Mapping[str, Any], key: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
     """(path, item) for each entry of a list of mappings."""
-    if obj.get(key) is None:
+    items = _list(obj, key, path)
+    if not items:
         return []
     base = join_path(path, key)
     result = []
-    for index, item in enumerate(_list(obj, key, path)):
+    for index, item in enumerate(items):
         item_path = f"{base}[{index}]"
         if type(item) is not dict and not isinstance(item, Mapping):
             raise FieldError(item_path, expected("an object", item))
@@ -155,7 +157,7 @@ def _str_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise FieldError(join_path(path, key), expected("a map of strings", value))
     result = dict(value)
     for name, item in result.items():
@@ -177,12 +179,53 @@ def _str_tuple(obj: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+# Resource maps already decoded, by their items: every node of a cluster repeats the same few
+# quantities ("4", "32Gi", "110"), every pod of a workload its containers'. Only maps of strings are
+# kept: a string equals no number, so 1, 1.0 and True (a malformed quantity) never find each other's
+# entry (``_flat_key`` makes that distinction for other values, at a higher cost).
+_RESOURCE_MAPS: dict[Hashable, dict[str, int]] = {}
+# Decoded values kept at most per cache (``_remember``), against input made of ever new values.
+DECODED_CACHE_SIZE = 1024
+
+
+def _flat_key(value: object) -> Hashable | None:
+    """A key for a cache of decoded values: equal for two values only when both are lists of dicts with
+    equal keys in the same order and equal values of the same types (1, 1.0 and True are equal in
+    Python, not here; keys need no such care: a decoder reads string keys only, and a string equals no
+    other type). None for anything else, or when a value is a list or an object (unhashable): those
+    take the careful decode, which no cache stands in for."""
+    if type(value) is not list or not all(type(item) is dict for item in value):
+        return None
+    key = tuple((tuple(item), tuple(item.values()), tuple(map(type, item.values()))) for item in value)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(cache: dict[Hashable, _V], key: Hashable | None, value: _V) -> _V:
+    """``value``, kept in ``cache`` under ``key`` (unless None); a full cache is emptied first."""
+    if key is not None:
+        if len(cache) >= DECODED_CACHE_SIZE:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
     """Resource name -> canonical integer; quantities must not be negative."""
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is dict:
+        try:
+            decoded = _RESOURCE_MAPS.get(tuple(value.items()))
+        except TypeError:  # an unhashable (malformed) quantity
+            decoded = None
+        if decoded is not None:
+            return dict(decoded)  # a copy: callers add defaults to it
+    elif not isinstance(value, Mapping):
         raise FieldError(
             join_path(path, key), expected('a map of resource name to quantity like "500m"', value)
         )
@@ -199,6 +242,8 @@ def _resource_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]
                 join_path(join_path(path, key), name), f"must not be negative, got {quote(quantity)}"
             )
         result[name] = amount
+    if type(value) is dict and all(type(quantity) is str for quantity in value.values()):
+        _remember(_RESOURCE_MAPS, tuple(value.items()), dict(result))
     return result
 
 

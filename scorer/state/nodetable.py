@@ -93,7 +93,7 @@ class NodeTable:
         return tid
 
     def _write_node(self, row: int, node: Node) -> None:
-        self.allocatable[row, :] = 0
+        self.allocatable[row] = 0
         for resource, value in node.allocatable.items():
             col = self.resource_column(resource)
             self.allocatable[row, col] = value
@@ -121,9 +121,7 @@ class NodeTable:
         self.names.append(node.name)
         self.nodes.append(node)
         self.pods.append({})
-        self.index[node.name] = row
-        self.requested[row, :] = 0
-        self.non_zero_requested[row, :] = 0
+        self.index[node.name] = row  # its requests are zero already: rows past the end are kept zero
         self._write_node(row, node)
         self.version += 1
         self.layout_version += 1
@@ -148,6 +146,8 @@ class NodeTable:
             self.nodes[row] = self.nodes[last]
             self.pods[row] = self.pods[last]
             self.index[self.names[row]] = row
+        self.requested[last] = 0  # rows past the end stay zero, as add_node takes them
+        self.non_zero_requested[last] = 0
         self.names.pop()
         self.nodes.pop()
         self.pods.pop()
