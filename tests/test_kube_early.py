@@ -14,7 +14,7 @@ from test_kube_reflector import Cluster, Recorder, in_step, pods_reflector, runn
 
 from scorer.kube import early
 from scorer.kube.apiresources import RESOURCES
-from scorer.kube.client import ApiClient, ApiUnavailable, RestClientMetrics
+from scorer.kube.client import ApiClient, ApiUnavailable, EarlyApiStream, RestClientMetrics
 from scorer.kube.config import AccessChoice
 from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
 
@@ -110,7 +110,7 @@ async def test_the_reflector_reads_the_early_list_and_watches_from_its_version(c
         cluster.pod(namespace, f"p{i}")
     lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
     assert lists is not None
-    assert await lists.answers["/api/v1/pods"].wait_head()
+    assert await EarlyApiStream.wait_head(lists.answers["/api/v1/pods"])
     cluster.pod(namespace, "later")  # made after the early list was answered: the watch brings it
     metrics = RestClientMetrics(CollectorRegistry())
     client = ApiClient(lists.access, early=lists, metrics=metrics)

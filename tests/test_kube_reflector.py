@@ -851,6 +851,21 @@ async def test_capacities_are_read_in_the_first_version_served() -> None:
     assert reflector.store["kube-system/c"].capacity == 10 * 2**30
 
 
+async def test_an_optional_resource_served_in_no_version_is_synced_in_its_place_in_the_order() -> None:
+    """The resources after it (the pods, after the storage resources, after the nodes) wait for it: it is
+    synced only once the resource before it is, as a listed one would be."""
+    client = PathClient([discovery("storageclasses"), NOT_FOUND, NOT_FOUND], [])
+    before = asyncio.Event()
+    reflector = Reflector(client, RESOURCES["csistoragecapacities"], metrics=ReflectorMetrics(CollectorRegistry()),
+                          rng=random.Random(1), delays=FAST, deliver_after=before.wait)
+    async with running(reflector.run(Recorder())):
+        await until(lambda: "waiting for the resources delivered first" in reflector.state(), "the reflector waiting")
+        assert not reflector.has_synced()
+        before.set()
+        await until(reflector.has_synced, "the reflector synced")
+        assert reflector.state() == "not served by the API server"
+
+
 async def test_an_optional_resource_served_in_no_version_is_reported_once_and_counts_as_synced(caplog) -> None:
     """Kubernetes 1.20 serves CSIStorageCapacities only with storage.k8s.io/v1alpha1 enabled: without it the
     reflector says so in one line, is synced with no objects (the service becomes ready) and asks nothing more."""

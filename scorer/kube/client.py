@@ -218,11 +218,24 @@ class EarlyApiStream(ApiStream):
         self._what = what
         self._lines = b""
 
+    @staticmethod
+    async def wait_head(answer: EarlyAnswer) -> bool:
+        """True once ``answer``'s status and headers are in; False when its request failed before."""
+        while True:
+            head, version = answer.head()
+            if head is not None:
+                return head
+            await _early_change(answer, version)
+
     async def readchunk(self) -> bytes:
-        try:
-            return await self._answer.readchunk()
-        except EarlyListError as error:
-            raise ApiUnavailable(f"{self._what}: {error}") from None
+        while True:
+            try:
+                chunk, version = self._answer.chunks()
+            except EarlyListError as error:
+                raise ApiUnavailable(f"{self._what}: {error}") from None
+            if chunk is not None:
+                return chunk
+            await _early_change(self._answer, version)
 
     async def readline(self) -> bytes:
         while b"\n" not in self._lines and (chunk := await self.readchunk()):
@@ -236,6 +249,24 @@ class EarlyApiStream(ApiStream):
             body.append(chunk)
         self._lines = b""
         return b"".join(body)
+
+
+async def _early_change(answer: EarlyAnswer, version: int) -> None:
+    """Wait until ``answer``'s thread publishes after ``version`` (at once if it has)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:  # (on the thread)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(_set_done, future)
+
+    if answer.wake_after(version, wake):
+        await future
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _unavailable(what: str, error: BaseException) -> ApiUnavailable:
@@ -334,7 +365,7 @@ class ApiClient:
         start = time.perf_counter()
         what = f"{method} {self.access.server}{path}"
         answer = self.early.take(path, params) if self.early is not None and method == "GET" else None
-        if answer is not None and await answer.wait_head():
+        if answer is not None and await EarlyApiStream.wait_head(answer):
             if self.metrics is not None:
                 self.metrics.count(str(answer.status), method, self._host)
             try:

@@ -21,13 +21,12 @@ service then reports that itself).
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -47,8 +46,10 @@ class EarlyListError(Exception):
 
 
 class EarlyAnswer:
-    """One request sent on its own thread: its status and headers, then its body in chunks, read from
-    the event loop (``wait_head``, ``readchunk``)."""
+    """One request sent on its own thread: its status and headers, then its body in chunks, polled from
+    the event loop (``head``, ``chunks``; ``wake_after`` asks to be told of what the thread does next:
+    ``scorer.kube.client``'s ``EarlyApiStream`` waits so). This module imports no asyncio: the requests
+    leave before it loads."""
 
     def __init__(self, path: str, params: Mapping[str, str]) -> None:
         self.path = path
@@ -63,7 +64,7 @@ class EarlyAnswer:
         self._error: BaseException | None = None
         self._dropped = False
         self._version = 0  # publications so far
-        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        self._wake: Callable[[], None] | None = None  # called (on the thread) at the next publication
 
     # --- the thread
     def fetch(self, access: ClusterAccess, context: ssl.SSLContext | None) -> None:
@@ -100,61 +101,44 @@ class EarlyAnswer:
             if done or error is not None:
                 self._done, self._error = True, error
             self._version += 1
-            waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            loop, future = waiter
-            try:
-                loop.call_soon_threadsafe(_wake, future)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                pass
+            wake, self._wake = self._wake, None
+        if wake is not None:
+            wake()
 
     # --- the event loop
-    async def _changed(self, version: int) -> None:
-        """Wait until the thread publishes after ``version`` (at once if it already has)."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
+    def head(self) -> tuple[bool | None, int]:
+        """(True once the status and headers are in, False when the request failed before, else None; the
+        publications so far, for ``wake_after``)."""
+        with self._lock:
+            return (True if self._head else False if self._done else None), self._version
+
+    def chunks(self) -> tuple[bytes | None, int]:
+        """(what has arrived of the body since the last call, ``b""`` at its end, None when nothing new
+        has; the publications so far). ``EarlyListError`` when the transport failed."""
+        with self._lock:
+            if self._chunks:
+                chunks, self._chunks = self._chunks, []
+                return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), self._version
+            if self._done:
+                if self._error is not None:
+                    raise EarlyListError(f"{type(self._error).__name__}: {self._error or 'timed out'}")
+                return b"", self._version
+            return None, self._version
+
+    def wake_after(self, version: int, wake: Callable[[], None]) -> bool:
+        """Have ``wake`` called (on the thread) at the publication after ``version``: True; False when it
+        has happened already (nothing is called)."""
         with self._lock:
             if self._version != version:
-                return
-            self._waiter = (loop, future)
-        await future
-
-    async def wait_head(self) -> bool:
-        """True once the status and headers are in; False when the request failed before."""
-        while True:
-            with self._lock:
-                if self._head:
-                    return True
-                if self._done:
-                    return False
-                version = self._version
-            await self._changed(version)
-
-    async def readchunk(self) -> bytes:
-        """What has arrived of the body since the last call; ``b""`` at its end. ``EarlyListError`` when the
-        transport failed."""
-        while True:
-            with self._lock:
-                if self._chunks:
-                    chunks, self._chunks = self._chunks, []
-                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                if self._done:
-                    if self._error is not None:
-                        raise EarlyListError(f"{type(self._error).__name__}: {self._error or 'timed out'}")
-                    return b""
-                version = self._version
-            await self._changed(version)
+                return False
+            self._wake = wake
+            return True
 
     def discard(self) -> None:
         """Keep nothing more of the answer; its thread stops at its next read."""
         with self._lock:
             self._dropped = True
             self._chunks = []
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 @attrs.define(eq=False)

@@ -543,6 +543,9 @@ class Reflector:
             self.served = False
             log.info("%s reflector: %s; %s are not read (no objects of this kind)", self.resource.name, message,
                      self.resource.name)
+        if self.deliver_after is not None and not self.has_synced():  # in its place in the order, as a list
+            self._state = "not served by the API server; waiting for the resources delivered first"
+            await self.deliver_after()
         self._state = "not served by the API server"
         if self.store:  # a restarted reflector over a server that stopped serving it: they are gone
             self._replace({})
