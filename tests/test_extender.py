@@ -292,15 +292,12 @@ def test_name_arrays_kept_are_bounded_and_dropped_with_the_names():
 def test_kept_entries_are_written_as_the_priority_list():
     names = NodeNames()
     args = read_args(body(["a", "b.c", "d-1"]), PodCache(), names)
-    for scores in ([0, 5, 10], [0, 5, 10], [3, 3, 3]):  # (pieces made the first time, then reused)
+    for scores in ([0, 5, 10], [0, 5, 10], [3, 3, 3]):
         assert names.write_kept(args, scores) == names.write_priorities(args.node_names, scores) == orjson.dumps(
             [{"Host": host, "Score": score} for host, score in zip(args.node_names, scores, strict=True)])
     assert orjson.loads(names.write_kept(args, [11, -1, 0])) == [  # (outside 0-10: written as they are)
         {"Host": "a", "Score": 11}, {"Host": "b.c", "Score": -1}, {"Host": "d-1", "Score": 0}]
-    names.MAX_BYTES = names.kept_bytes + names.piece_bytes  # no room for new pieces: all dropped, written anyway
-    assert orjson.loads(names.write_kept(args, [1, 2, 4])) == [
-        {"Host": "a", "Score": 1}, {"Host": "b.c", "Score": 2}, {"Host": "d-1", "Score": 4}]
-    assert names.piece_bytes == 0
+    assert names.write_kept(read_args(body([]), PodCache(), names), []) == b"[]"
     other = read_args(body(["a", "b.c", "d-1"]), PodCache(), NodeNames())  # ids of another NodeNames: not used
     assert names.write_kept(other, [1, 2, 3]) == names.write_priorities(other.node_names, [1, 2, 3])
 
