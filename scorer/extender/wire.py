@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -45,7 +45,7 @@ import orjson
 from scorer.errors import InputError
 from scorer.inputs.describe import describe_value
 from scorer.inputs.names import dns_subdomain_error
-from scorer.model import Pod, pod_from_dict
+from scorer.model import Pod, pod_from_dict, pod_update_from_dict
 
 #: The extender's score range (kube's MaxExtenderPriority): kube multiplies a score by the extender's
 #: weight and by MaxNodeScore / MaxExtenderPriority (10) and adds it to its plugins' total.
@@ -265,13 +265,20 @@ class PodCache:
     prioritize. A pod is kept only when its JSON (as ``orjson`` writes it again) is at most
     ``MAX_POD_BYTES``, the last ``SIZE`` of them: at most a few MiB; a larger pod is decoded every time.
     Keyed by the whole JSON, not by uid and resourceVersion: a request that reuses a pod's uid and version
-    with other content is decoded (and refused, if it must be) as it is."""
+    with other content is decoded (and refused, if it must be) as it is.
+
+    ``watched`` gives the pod the service's watch holds under a ``namespace/name`` key (None: none):
+    kube-scheduler sends a pod its own watch has just seen, so scorer's watch has decoded it too. A pod
+    not kept here is then built from the watch's where the two differ only in what a binding changes
+    (``pod_update_from_dict``: the node name, the status, the resourceVersion; the rest compared by its
+    digest), which is the pod ``pod_from_dict`` would decode; else it is decoded."""
 
     SIZE = 16
     MAX_POD_BYTES = 64 * 1024
 
-    def __init__(self) -> None:
+    def __init__(self, watched: Callable[[str], Pod | None] | None = None) -> None:
         self._pods: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
+        self._watched = watched
 
     def decode(self, raw: Mapping[str, Any]) -> Pod:
         try:
@@ -282,10 +289,27 @@ class PodCache:
             return pod_from_dict(raw, origin=_ORIGIN)
         pod = self._pods.get(key)
         if pod is None:
-            pod = self._pods[key] = pod_from_dict(raw, origin=_ORIGIN)
+            pod = self._from_watch(raw)
+            if pod is None:
+                pod = pod_from_dict(raw, origin=_ORIGIN)
+            self._pods[key] = pod
             if len(self._pods) > self.SIZE:
                 self._pods.popitem(last=False)
         return pod
+
+    def _from_watch(self, raw: Mapping[str, Any]) -> Pod | None:
+        """``raw`` built from the watch's pod of its name, None when it cannot be. Only a plain v1 Pod
+        (no other ``kind`` or ``apiVersion``: ``pod_from_dict`` names what is wrong with those)."""
+        if self._watched is None or raw.get("kind", "Pod") != "Pod" or raw.get("apiVersion", "v1") != "v1":
+            return None
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            return None
+        name, namespace = meta.get("name"), meta.get("namespace", "")
+        if not isinstance(name, str) or not name or not isinstance(namespace, str):
+            return None
+        watched = self._watched(f"{namespace or 'default'}/{name}")
+        return pod_update_from_dict(watched, raw) if watched is not None else None
 
     def __len__(self) -> int:
         return len(self._pods)
