@@ -25,7 +25,7 @@ same array (the filter's answer, or an earlier request), reads the rest of the
 body only; the names are neither decoded nor checked again (``NameList``).
 
 What is kept between requests is bounded whatever a client sends: the node
-names (``NodeNames``: checked names and the pieces of their answers, at most
+names (``NodeNames``: checked names and their answers' entry prefixes, at most
 ``NodeNames.MAX_BYTES``; the last ``NodeNames.LISTS`` arrays of names, at most
 ``NodeNames.LIST_BYTES``) and the decoded pods (``PodCache``: pods whose JSON is
 at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
@@ -103,7 +103,7 @@ def _prefix(name: str) -> bytes:
 
 
 class NodeNames:
-    """The node names of past requests, each checked once and kept with an id and the pieces of its
+    """The node names of past requests, each checked once and kept with an id and the prefix of its
     ``HostPriorityList`` entry.
 
     kube-scheduler sends the same names in every request: ``ids`` finds a request's names among those
