@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,9 @@ from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores
 from scorer.extender import http as extender_http
 from scorer.extender.extender import UNKNOWN_NODE_SCORE
 from scorer.extender.wire import MAX_NODE_NAME, NodeNames, PodCache, filter_result, node_name_error
+from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
+from scorer.service import app as service_app
 from scorer.service.app import Service
 from scorer.service.build import check_extender_options
 from scorer.service.options import ServiceOptions
@@ -212,6 +215,42 @@ def test_a_pod_is_decoded_once_per_content_and_only_a_small_one_is_kept():
     assert read_args(deep, pods).pod.name == "web-1"  # (nested deeper than orjson writes: decoded, not kept)
 
 
+def test_a_pod_the_watch_holds_is_built_from_it_where_only_a_binding_tells_them_apart():
+    raw = api_pod()
+    raw["metadata"]["resourceVersion"] = "7"
+    watched = {"default/web-1": pod_from_dict(raw)}
+    asked: list[str] = []
+
+    def watch(key: str) -> Pod | None:
+        asked.append(key)
+        return watched.get(key)
+
+    pods = PodCache(watch)
+    newer = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "8"}, "status": {"phase": "Pending"}}
+    pod = read_args(orjson.dumps({"Pod": newer, "NodeNames": []}), pods).pod
+    assert pod == pod_from_dict(newer) and pod.resource_version == "8" and asked == ["default/web-1"]
+    assert pod.containers is watched["default/web-1"].containers  # (built from the watch's, not decoded)
+    # other content under the same name is decoded, and refused if it must be
+    changed = {**newer, "spec": {**raw["spec"], "containers": [{"name": "c", "image": "pause",
+                                                                "resources": {"requests": {"cpu": "2"}}}]}}
+    assert read_args(orjson.dumps({"Pod": changed}), pods).pod.non_zero_cpu == 2000
+    with pytest.raises(BadRequest, match="spec: expected an object"):
+        read_args(orjson.dumps({"Pod": {**newer, "spec": "x"}}), pods)
+    # another kind or apiVersion is refused as before, without asking the watch; no namespace is "default"
+    asked.clear()
+    for field, value in (("kind", "Node"), ("apiVersion", "v2")):
+        with pytest.raises(BadRequest, match=field):
+            read_args(orjson.dumps({"Pod": {**newer, field: value}}), pods)
+    assert asked == []
+    bare = {**newer, "metadata": {key: value for key, value in newer["metadata"].items() if key != "namespace"}}
+    bare["metadata"]["uid"] = "uid-bare"  # (a pod not kept yet)
+    assert read_args(orjson.dumps({"Pod": bare}), pods).pod.key == "default/web-1" and asked == ["default/web-1"]
+    # a pod the watch holds bound (no binding to tell apart) is decoded
+    watched["default/web-1"] = pod_from_dict({**raw, "spec": {**raw["spec"], "nodeName": "idle"}})
+    again = {**newer, "metadata": {**newer["metadata"], "resourceVersion": "9"}}
+    assert read_args(orjson.dumps({"Pod": again}), pods).pod == pod_from_dict(again)
+
+
 def test_the_priority_list_is_written_as_json():
     names = NodeNames()
     hosts, scores = ["a", "b.c", "d-1"], [0, 5, 10]
@@ -292,15 +331,12 @@ def test_name_arrays_kept_are_bounded_and_dropped_with_the_names():
 def test_kept_entries_are_written_as_the_priority_list():
     names = NodeNames()
     args = read_args(body(["a", "b.c", "d-1"]), PodCache(), names)
-    for scores in ([0, 5, 10], [0, 5, 10], [3, 3, 3]):  # (pieces made the first time, then reused)
+    for scores in ([0, 5, 10], [0, 5, 10], [3, 3, 3]):
         assert names.write_kept(args, scores) == names.write_priorities(args.node_names, scores) == orjson.dumps(
             [{"Host": host, "Score": score} for host, score in zip(args.node_names, scores, strict=True)])
     assert orjson.loads(names.write_kept(args, [11, -1, 0])) == [  # (outside 0-10: written as they are)
         {"Host": "a", "Score": 11}, {"Host": "b.c", "Score": -1}, {"Host": "d-1", "Score": 0}]
-    names.MAX_BYTES = names.kept_bytes + names.piece_bytes  # no room for new pieces: all dropped, written anyway
-    assert orjson.loads(names.write_kept(args, [1, 2, 4])) == [
-        {"Host": "a", "Score": 1}, {"Host": "b.c", "Score": 2}, {"Host": "d-1", "Score": 4}]
-    assert names.piece_bytes == 0
+    assert names.write_kept(read_args(body([]), PodCache(), names), []) == b"[]"
     other = read_args(body(["a", "b.c", "d-1"]), PodCache(), NodeNames())  # ids of another NodeNames: not used
     assert names.write_kept(other, [1, 2, 3]) == names.write_priorities(other.node_names, [1, 2, 3])
 
@@ -429,6 +465,14 @@ def make_service(*, no_scheduling=True, debug=False, http_timeout=15.0):
     options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, extender_profile=PROFILE,
                              no_scheduling=no_scheduling, enable_debug_endpoints=debug, http_timeout=http_timeout)
     return Service(asm, cluster, options)
+
+
+def test_the_service_finds_a_requests_pod_in_its_pod_watch():
+    pod = pod_from_dict(api_pod())
+    source = SimpleNamespace(reflectors={"pods": SimpleNamespace(store={"default/web-1": pod})})
+    watched = service_app._watched_pods(source)
+    assert watched is not None and watched("default/web-1") is pod and watched("default/web-2") is None
+    assert service_app._watched_pods(InMemoryCluster([], [], [])) is None  # (no reflectors: every pod decoded)
 
 
 @contextlib.asynccontextmanager

@@ -46,6 +46,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from scorer.extender.extender import Extender, PluginFailure
 from scorer.extender.wire import BadRequest, PodCache, filter_error, filter_result, read_args
 from scorer.metrics import exponential_buckets
+from scorer.model import Pod
 
 log = logging.getLogger("scorer.extender")
 
@@ -143,13 +144,16 @@ class _Bodies:
 
 
 def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
-               prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False) -> ExtenderMetrics:
+               prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False,
+               watched_pods: Callable[[str], Pod | None] | None = None) -> ExtenderMetrics:
     """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
-    must arrive within ``body_timeout`` seconds."""
+    must arrive within ``body_timeout`` seconds. ``watched_pods``: the pods the service's watch holds, by
+    ``namespace/name`` (``PodCache``: a request's pod is built from the watch's where it can be)."""
     metrics = ExtenderMetrics(collector_registry)
     extender.on_unknown = metrics.unknown_nodes.inc
     bodies = _Bodies(body_timeout)
-    pods, names = PodCache(), extender.names  # (filter then prioritize: the same pod, the names it passed)
+    # (filter then prioritize: the same pod, the names it passed)
+    pods, names = PodCache(watched_pods), extender.names
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str, handle: Callable[[bytes | bytearray], web.Response]) -> Callable[[web.Request],

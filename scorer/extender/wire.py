@@ -25,7 +25,7 @@ same array (the filter's answer, or an earlier request), reads the rest of the
 body only; the names are neither decoded nor checked again (``NameList``).
 
 What is kept between requests is bounded whatever a client sends: the node
-names (``NodeNames``: checked names and the pieces of their answers, at most
+names (``NodeNames``: checked names and their answers' entry prefixes, at most
 ``NodeNames.MAX_BYTES``; the last ``NodeNames.LISTS`` arrays of names, at most
 ``NodeNames.LIST_BYTES``) and the decoded pods (``PodCache``: pods whose JSON is
 at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -45,7 +45,7 @@ import orjson
 from scorer.errors import InputError
 from scorer.inputs.describe import describe_value
 from scorer.inputs.names import dns_subdomain_error
-from scorer.model import Pod, pod_from_dict
+from scorer.model import Pod, pod_from_dict, pod_update_from_dict
 
 #: The extender's score range (kube's MaxExtenderPriority): kube multiplies a score by the extender's
 #: weight and by MaxNodeScore / MaxExtenderPriority (10) and adds it to its plugins' total.
@@ -103,19 +103,18 @@ def _prefix(name: str) -> bytes:
 
 
 class NodeNames:
-    """The node names of past requests, each checked once and kept with an id and the pieces of its
+    """The node names of past requests, each checked once and kept with an id and the prefix of its
     ``HostPriorityList`` entry.
 
     kube-scheduler sends the same names in every request: ``ids`` finds a request's names among those
     kept (one dict lookup each, no Python loop) and checks only the new ones (``node_name_error``); the
     extender maps ids to table rows with numpy (``names_by_id``, ``generation``). ``write_priorities``
-    joins the kept ``{"Host":"<name>","Score":`` prefixes with each score's ``<score>}``; ``write_kept``
-    joins whole entries by id and score, each made once (a piece). Only valid names are kept, each
-    counted as its length, its prefix's and ``ENTRY_BYTES`` (the Python objects, the dict and list
-    slots), each piece as its length and ``PIECE_BYTES``, up to ``MAX_BYTES``: about 24,000 names of 60
-    characters. Past that the pieces are dropped, then, if that is not enough, everything kept (the
-    ``generation`` changes), and learnt again: a client that sends endless new names costs time, never
-    memory.
+    (by name) and ``write_kept`` (by id) join the kept ``{"Host":"<name>","Score":`` prefixes with each
+    score's ``<score>},`` in one ``bytes.join``: no entry is made per node. Only valid names are kept,
+    each counted as its length, its prefix's and ``ENTRY_BYTES`` (the Python objects, the dict and list
+    slots), up to ``MAX_BYTES``: about 24,000 names of 60 characters. Past that everything kept is
+    dropped (the ``generation`` changes) and learnt again: a client that sends endless new names costs
+    time, never memory.
 
     Whole arrays of names are kept too (``keep_list``, ``kept_list``: a ``NameList`` by the array's JSON),
     the last ``LISTS`` of them, at most ``LIST_BYTES`` in all, each counted as its JSON and ``LIST_ENTRY_BYTES``
@@ -125,20 +124,17 @@ class NodeNames:
 
     MAX_BYTES = 10 * 1024 * 1024
     ENTRY_BYTES = 300
-    PIECE_BYTES = 40
     LISTS = 4
     LIST_BYTES = 8 * 1024 * 1024
     LIST_ENTRY_BYTES = 80
-    SCORES = MAX_EXTENDER_PRIORITY + 1
-    _ENDS = {score: b"%d}" % score for score in range(SCORES)}
+    #: The end of an entry of each score in 0-10, and the comma after it.
+    _ENDS = {score: b"%d}," % score for score in range(MAX_EXTENDER_PRIORITY + 1)}
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self.names_by_id: list[str] = []
         self._prefixes: list[bytes] = []  # by id
-        self._pieces: list[Any] = []  # by id * SCORES + score: the entry's bytes once written, None until then
         self.kept_bytes = 0
-        self.piece_bytes = 0
         self.generation = 0  # changes when everything kept is dropped (the ids with it)
         self._lists: collections.OrderedDict[bytes, NameList] = collections.OrderedDict()
         self.list_bytes = 0  # what the lists in ``_lists`` are counted as
@@ -172,8 +168,6 @@ class NodeNames:
                 if problem is not None:
                     raise BadRequest(f"{field.format(i)}: {problem}")
                 new[name] = _prefix(name)
-        if self.kept_bytes + self.piece_bytes + self._size(new) > self.MAX_BYTES:
-            self._drop_pieces()
         if self.kept_bytes + self._size(new) > self.MAX_BYTES:
             self._drop_all()
             new = {name: _prefix(name) for name in names}  # (all checked: kept until now, or new)
@@ -184,24 +178,18 @@ class NodeNames:
             self._ids[name] = len(self.names_by_id)
             self.names_by_id.append(name)
             self._prefixes.append(prefix)
-            self._pieces.extend(itertools.repeat(None, self.SCORES))
             self.kept_bytes += size
         return np.fromiter(map(self._ids.__getitem__, names), np.int64, len(names))
 
     def _size(self, new: Mapping[str, bytes]) -> int:
         return sum(map(len, new)) + sum(map(len, new.values())) + self.ENTRY_BYTES * len(new)
 
-    def _drop_pieces(self) -> None:
-        self._pieces = [None] * len(self._pieces)
-        self.piece_bytes = 0
-
     def _drop_all(self) -> None:
         self._ids.clear()
         self.names_by_id.clear()
         self._prefixes.clear()
-        self._pieces.clear()
         self._lists.clear()
-        self.kept_bytes = self.piece_bytes = self.list_bytes = 0
+        self.kept_bytes = self.list_bytes = 0
         self.generation += 1
 
     def __len__(self) -> int:
@@ -243,40 +231,33 @@ class NodeNames:
         return kept.ids
 
     def write_kept(self, args: ExtenderArgs, scores: Sequence[int]) -> bytes:
-        """``args``' ``HostPriorityList`` with ``scores`` as JSON bytes: from the pieces of its names' ids when
+        """``args``' ``HostPriorityList`` with ``scores`` as JSON bytes: from the prefixes of its names' ids when
         it has them (``args.kept``, in this generation), else as ``write_priorities`` writes it."""
         ids = self.current_ids(args.kept)
         if ids is None or len(ids) != len(scores):
             return self.write_priorities(args.node_names, scores)
-        values = np.array(scores, dtype=np.int64)
-        if len(values) and not 0 <= values.min() <= values.max() < self.SCORES:  # (written as they are)
-            return self.write_priorities(args.node_names, scores)
-        at = (ids * self.SCORES + values).tolist()
-        pieces = self._pieces
-        try:
-            return b"[" + b",".join(map(pieces.__getitem__, at)) + b"]"
-        except TypeError:  # pieces not made yet (None)
-            made = {i: self._prefixes[i // self.SCORES] + self._ENDS[i % self.SCORES] for i in at if pieces[i] is None}
-            size = sum(map(len, made.values())) + self.PIECE_BYTES * len(made)
-            if self.kept_bytes + self.piece_bytes + size > self.MAX_BYTES:
-                self._drop_pieces()
-                return self.write_priorities(args.node_names, scores)
-            for i, piece in made.items():
-                pieces[i] = piece
-            self.piece_bytes += size
-            return b"[" + b",".join(map(pieces.__getitem__, at)) + b"]"
+        return self._join(list(map(self._prefixes.__getitem__, ids.tolist())), scores)
 
     def write_priorities(self, names: Sequence[str], scores: Sequence[int]) -> bytes:
         """``HostPriorityList`` (``[{"Host": name, "Score": score}, ...]`` in request order) as JSON bytes."""
         if len(names) != len(scores):
             raise ValueError(f"{len(names)} names and {len(scores)} scores")
         ids, prefixes = self._ids, self._prefixes
-        heads = [prefixes[i] if (i := ids.get(name)) is not None else _prefix(name) for name in names]
+        return self._join([prefixes[i] if (i := ids.get(name)) is not None else _prefix(name) for name in names],
+                          scores)
+
+    def _join(self, prefixes: list[bytes], scores: Sequence[int]) -> bytes:
+        """The entries of ``prefixes`` (``{"Host":"<name>","Score":``) and ``scores``, as many, as a JSON array:
+        prefixes and ends interleaved in one list (slices: no Python loop), joined once."""
+        if not prefixes:
+            return b"[]"
+        parts: list[bytes] = [b""] * (2 * len(prefixes))
+        parts[0::2] = prefixes
         try:
-            ends = list(map(self._ENDS.__getitem__, scores))
+            parts[1::2] = map(self._ENDS.__getitem__, scores)
         except KeyError:  # (a score outside 0-10: written as it is)
-            ends = [b"%d}" % int(score) for score in scores]
-        return b"[" + b",".join(map(bytes.__add__, heads, ends)) + b"]"
+            parts[1::2] = [b"%d}," % int(score) for score in scores]
+        return b"[" + b"".join(parts)[:-1] + b"]"
 
 
 class PodCache:
@@ -284,13 +265,20 @@ class PodCache:
     prioritize. A pod is kept only when its JSON (as ``orjson`` writes it again) is at most
     ``MAX_POD_BYTES``, the last ``SIZE`` of them: at most a few MiB; a larger pod is decoded every time.
     Keyed by the whole JSON, not by uid and resourceVersion: a request that reuses a pod's uid and version
-    with other content is decoded (and refused, if it must be) as it is."""
+    with other content is decoded (and refused, if it must be) as it is.
+
+    ``watched`` gives the pod the service's watch holds under a ``namespace/name`` key (None: none):
+    kube-scheduler sends a pod its own watch has just seen, so scorer's watch has decoded it too. A pod
+    not kept here is then built from the watch's where the two differ only in what a binding changes
+    (``pod_update_from_dict``: the node name, the status, the resourceVersion; the rest compared by its
+    digest), which is the pod ``pod_from_dict`` would decode; else it is decoded."""
 
     SIZE = 16
     MAX_POD_BYTES = 64 * 1024
 
-    def __init__(self) -> None:
+    def __init__(self, watched: Callable[[str], Pod | None] | None = None) -> None:
         self._pods: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
+        self._watched = watched
 
     def decode(self, raw: Mapping[str, Any]) -> Pod:
         try:
@@ -301,10 +289,27 @@ class PodCache:
             return pod_from_dict(raw, origin=_ORIGIN)
         pod = self._pods.get(key)
         if pod is None:
-            pod = self._pods[key] = pod_from_dict(raw, origin=_ORIGIN)
+            pod = self._from_watch(raw)
+            if pod is None:
+                pod = pod_from_dict(raw, origin=_ORIGIN)
+            self._pods[key] = pod
             if len(self._pods) > self.SIZE:
                 self._pods.popitem(last=False)
         return pod
+
+    def _from_watch(self, raw: Mapping[str, Any]) -> Pod | None:
+        """``raw`` built from the watch's pod of its name, None when it cannot be. Only a plain v1 Pod
+        (no other ``kind`` or ``apiVersion``: ``pod_from_dict`` names what is wrong with those)."""
+        if self._watched is None or raw.get("kind", "Pod") != "Pod" or raw.get("apiVersion", "v1") != "v1":
+            return None
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            return None
+        name, namespace = meta.get("name"), meta.get("namespace", "")
+        if not isinstance(name, str) or not name or not isinstance(namespace, str):
+            return None
+        watched = self._watched(f"{namespace or 'default'}/{name}")
+        return pod_update_from_dict(watched, raw) if watched is not None else None
 
     def __len__(self) -> int:
         return len(self._pods)

@@ -311,7 +311,8 @@ def create_app(service: Service) -> web.Application:
         extender = Extender(asm.frameworks[options.extender_profile], asm.cache, asm.sources,
                             keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
         extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
-                                 body_timeout=options.http_timeout, debug=options.enable_debug_endpoints)
+                                 body_timeout=options.http_timeout, debug=options.enable_debug_endpoints,
+                                 watched_pods=_watched_pods(service.source))
     app[EXTENDER_KEY] = extender
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
                             _leader_elector, _scheduling_loop])
@@ -331,6 +332,15 @@ def _reflectors(source: ClusterSource) -> Mapping[str, Any]:
     """The reflectors of an API source (``ApiSource.reflectors``); none for another source."""
     reflectors: Mapping[str, Any] | None = getattr(source, "reflectors", None)
     return reflectors or {}
+
+
+def _watched_pods(source: ClusterSource) -> Callable[[str], Pod | None] | None:
+    """The pods the pod reflector of an API source holds, by ``namespace/name`` (its store's keys); None
+    for another source."""
+    reflector = _reflectors(source).get("pods")
+    if reflector is None:
+        return None
+    return lambda key: reflector.store.get(key)
 
 
 # -- cleanup contexts (one per long-lived part) ---------------------------------------
