@@ -73,6 +73,20 @@ async def test_a_post_is_sent_whole_and_its_connection_kept_for_the_next() -> No
     assert b"Content-Length: 7" in first and server.requests[0].endswith(b'\r\n\r\n{"a":1}')
 
 
+async def test_a_prepared_connection_serves_the_first_request() -> None:
+    async with Server(created()) as server:
+        client = pool(server)
+        await client.prepare(5)
+        await client.prepare(5)  # one is idle already: no second
+        assert client.opened == 1 and not server.requests
+        status, _, _ = await client.request("POST", "/binding", {}, b"{}", 5)
+        assert status == 201 and client.opened == 1 and server.connections == 1
+        await client.close()
+    refused = Http1Pool("http://127.0.0.1:9", None, connections=1)
+    await refused.prepare(5)  # (nothing listens there: the next request meets that)
+    assert refused.opened == 0
+
+
 async def test_chunked_and_until_close_bodies_and_connection_close() -> None:
     async def chunked(request: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -75,6 +75,7 @@ DEFAULT_BURST = 100
 DEFAULT_TIMEOUT = 30.0
 # A Kubernetes object can be about 1.5 MB; aiohttp's default buffer fails lines over 512 KiB.
 READ_BUFSIZE = 2**21
+EARLY_SLICE = 2**18  # bytes of an early answer handed out at a time (EarlyApiStream)
 # The most connections POSTs use at once (module docstring's Connections).
 REQUEST_CONNECTIONS = 16
 
@@ -209,7 +210,11 @@ class ApiStream:
 
 
 class EarlyApiStream(ApiStream):
-    """An answer asked for before the client existed (``scorer.kube.early``), read as an ``ApiStream``."""
+    """An answer asked for before the client existed (``scorer.kube.early``), read as an ``ApiStream``.
+
+    Much of the body is often in when it is first read (it arrived while the modules loaded): it is
+    handed out ``EARLY_SLICE`` bytes at a time, the event loop free between two (the other reflectors'
+    requests go on while a 5 MB list is decoded), as a body arriving from the network would be."""
 
     def __init__(self, answer: EarlyAnswer, what: str) -> None:  # (no aiohttp response behind it)
         self.status = answer.status
@@ -217,6 +222,7 @@ class EarlyApiStream(ApiStream):
         self._answer = answer
         self._what = what
         self._lines = b""
+        self._held = memoryview(b"")  # what arrived and is not handed out yet
 
     @staticmethod
     async def wait_head(answer: EarlyAnswer) -> bool:
@@ -228,13 +234,20 @@ class EarlyApiStream(ApiStream):
             await _early_change(answer, version)
 
     async def readchunk(self) -> bytes:
+        if self._held:
+            await asyncio.sleep(0)
+            piece, self._held = self._held[:EARLY_SLICE], self._held[EARLY_SLICE:]
+            return bytes(piece)
         while True:
             try:
                 chunk, version = self._answer.chunks()
             except EarlyListError as error:
                 raise ApiUnavailable(f"{self._what}: {error}") from None
             if chunk is not None:
-                return chunk
+                if len(chunk) <= EARLY_SLICE:
+                    return chunk
+                self._held = memoryview(chunk)[EARLY_SLICE:]
+                return chunk[:EARLY_SLICE]
             await _early_change(self._answer, version)
 
     async def readline(self) -> bytes:
@@ -344,6 +357,14 @@ class ApiClient:
                 self.metrics.count(code, method, self._host)
                 self.metrics.observe(method, self.access.server + url_template(path, params),
                                      time.perf_counter() - start)
+
+    async def prepare_writes(self) -> None:
+        """Open a connection for the POSTs (bindings, Events) ahead of the first (``Http1Pool.prepare``)."""
+        try:
+            pool = self._post_pool()
+        except ValueError:  # (not an http(s) server: the first POST says so)
+            return
+        await pool.prepare(self.timeout.total or DEFAULT_TIMEOUT)
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: Mapping[str, str] | None = None,

@@ -101,6 +101,19 @@ class Http1Pool:
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as error:
             raise TransportError(f"{type(error).__name__}: {error}") from None
 
+    async def prepare(self, timeout: float) -> None:
+        """Open a connection to keep idle for the next request, unless one is: its TCP and TLS handshakes
+        are then not the first request's. A failure is the next request's to meet."""
+        if self._idle:
+            return
+        try:
+            async with asyncio.timeout(timeout), self._slots:
+                connection = await self._connection()
+        except (TimeoutError, OSError, ValueError):
+            return
+        connection.idle_since = time.monotonic()
+        self._idle.append(connection)
+
     async def _connection(self) -> _Connection:
         """A kept-alive connection that is still open, else a new one."""
         now = time.monotonic()

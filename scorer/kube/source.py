@@ -99,13 +99,21 @@ class ApiSource:
                                 healthy_run=math.inf)
         for name, reflector in self.reflectors.items():
             supervisor.start(f"reflector:{name}", functools.partial(reflector.run, handlers), restart=True)
+        supervisor.start("start-up", self.start_up, restart=False)
         try:
-            await self.wait_for_sync()
-            if self.client.early is not None:
-                self.client.early.discard()  # early answers no reflector asked for (scorer.kube.early)
             await asyncio.Event().wait()  # until cancelled
         finally:
             await supervisor.stop()
+
+    async def start_up(self) -> None:
+        """What runs beside the reflectors at start (``run``, and the service, which runs them one by
+        one): the writes' connection opened while the lists arrive (the first binding makes no TCP and
+        TLS handshake); once every resource is synced, the early answers no reflector asked for dropped
+        (``scorer.kube.early``)."""
+        await self.client.prepare_writes()
+        await self.wait_for_sync()
+        if self.client.early is not None:
+            self.client.early.discard()
 
     def has_synced(self) -> bool:
         """True once every resource's first list was delivered."""

@@ -370,14 +370,19 @@ def _cluster_source_contexts(service: Service) -> list[Callable[[web.Application
     reflectors = _reflectors(service.source)
     if not reflectors:
         return [_part("cluster-source", functools.partial(service.source.run, service.asm.handlers))]
-    return [_part(f"reflector:{name}", functools.partial(reflector.run, service.asm.handlers))
-            for name, reflector in reflectors.items()]
+    parts = [_part(f"reflector:{name}", functools.partial(reflector.run, service.asm.handlers))
+             for name, reflector in reflectors.items()]
+    start_up: Callable[[], Awaitable[None]] | None = getattr(service.source, "start_up", None)
+    if start_up is not None:  # (ApiSource.start_up: the bindings' connection, the early answers dropped)
+        parts.append(_part("cluster-source:start-up", start_up, restart=False))
+    return parts
 
 
-def _part(name: str, run: Callable[[], Awaitable[None]]) -> Callable[[web.Application], AsyncIterator[None]]:
+def _part(name: str, run: Callable[[], Awaitable[None]], *,
+          restart: bool = True) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         supervisor = app[SUPERVISOR_KEY]
-        supervisor.start(name, run, restart=True)
+        supervisor.start(name, run, restart=restart)
         yield
         await supervisor.stop(name)
 
