@@ -75,7 +75,7 @@ DEFAULT_BURST = 100
 DEFAULT_TIMEOUT = 30.0
 # A Kubernetes object can be about 1.5 MB; aiohttp's default buffer fails lines over 512 KiB.
 READ_BUFSIZE = 2**21
-EARLY_SLICE = 2**18  # bytes of an early answer handed out at a time (EarlyApiStream)
+EARLY_SLICE = 2**16  # bytes of an early answer handed out at a time (EarlyApiStream)
 # The most connections POSTs use at once (module docstring's Connections).
 REQUEST_CONNECTIONS = 16
 

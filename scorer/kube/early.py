@@ -1,11 +1,13 @@
-"""The first lists of nodes and pods, asked for while ``scorer run``'s modules load (``start``).
+"""The first lists of ``scorer run``'s reflectors, asked for while its modules load (``start``).
 
-A scheduler places nothing before it has listed nodes and pods. kube-apiserver takes about 0.1 s (500
-nodes, 3,000 pods) to 0.7 s (15,000 nodes) to encode those lists on a busy 2-core machine, and scorer's
-modules take about 0.3 s of CPU to load. So ``scorer/__main__.py`` sends these two requests first, each
-on a thread of its own with the standard library's HTTP client, and the server encodes while Python
-imports; the threads keep what arrives. The reflectors' first lists then read those answers
-(``ApiClient(early=...)``, ``EarlyLists.take``) as they arrive, as they would read their own.
+A scheduler places nothing before it has listed nodes and pods (and the rest it reads). kube-apiserver
+takes about 0.1 s (500 nodes, 3,000 pods) to 0.7 s (15,000 nodes) to encode those lists on a busy 2-core
+machine, and scorer's modules take about 0.3 s of CPU to load. So ``scorer/__main__.py`` sends these
+requests first, on threads with the standard library's HTTP client (nodes and pods each on its own, the
+small lists in turn on a third: as many TLS handshakes as lists, when the reflectors start, cost more
+than the lists), and the server encodes while Python imports; the threads keep what arrives. The
+reflectors' first lists then read those answers (``ApiClient(early=...)``, ``EarlyLists.take``) as they
+arrive, as they would read their own.
 
 Only what the service would ask itself is taken: the same API access (``AccessChoice``: the same
 kubeconfig and context, or in cluster; the service takes the access loaded here rather than loading it
@@ -36,7 +38,16 @@ from scorer.kube.config import AccessChoice, ClusterAccess, choose_access
 from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
 
 USER_AGENT = f"scorer/{__version__}"  # every request of scorer run's API clients
-FIRST_LISTS = ("/api/v1/nodes", "/api/v1/pods")
+# The first lists asked for early, on three threads: the two large ones each on its own, then the rest in
+# turn on one connection (small in most clusters: they would cost as many TLS handshakes as lists when the
+# reflectors start). Only resources read at one fixed path: those with fallbacks ask discovery first.
+NODE_LISTS = ("/api/v1/nodes",)
+POD_LISTS = ("/api/v1/pods",)
+OTHER_LISTS = ("/api/v1/namespaces", "/api/v1/services", "/api/v1/replicationcontrollers",
+               "/apis/apps/v1/replicasets", "/apis/apps/v1/statefulsets", "/apis/storage.k8s.io/v1/storageclasses",
+               "/apis/storage.k8s.io/v1/csidrivers", "/apis/storage.k8s.io/v1/csinodes",
+               "/api/v1/persistentvolumes", "/api/v1/persistentvolumeclaims")
+FIRST_LISTS = (*NODE_LISTS, *POD_LISTS, *OTHER_LISTS)
 READ_SIZE = 1 << 20  # bytes asked of the socket at a time
 EARLY_TIMEOUT = 30.0  # seconds of silence (connecting, then between two reads); the client's own timeout
 
@@ -67,28 +78,21 @@ class EarlyAnswer:
         self._wake: Callable[[], None] | None = None  # called (on the thread) at the next publication
 
     # --- the thread
-    def fetch(self, access: ClusterAccess, context: ssl.SSLContext | None) -> None:
-        connection: http.client.HTTPConnection | None = None
-        try:
-            url = urllib.parse.urlsplit(access.server)
-            if url.scheme == "https":
-                connection = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT,
-                                                         context=context)
-            else:
-                connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT)
-            target = url.path.rstrip("/") + self.path + "?" + urllib.parse.urlencode(self.params)
-            connection.request("GET", target, headers={**access.headers(), "Accept": "application/json",
-                                                       "User-Agent": USER_AGENT})
-            response = connection.getresponse()
-            self._publish(head=(response.status, dict(response.getheaders())))
-            while not self._dropped and (chunk := response.read1(READ_SIZE)):
-                self._publish(chunk=chunk)
-            self._publish(done=True)
-        except Exception as error:  # (any failure: the reflector's own request tells it as usual)
-            self._publish(error=error)
-        finally:
-            if connection is not None:
-                connection.close()
+    def receive(self, connection: http.client.HTTPConnection, access: ClusterAccess, base: str) -> None:
+        """Send the request on ``connection`` and take its answer in (raises what the transport raises)."""
+        connection.request("GET", base + self.path + "?" + urllib.parse.urlencode(self.params),
+                           headers={**access.headers(), "Accept": "application/json", "User-Agent": USER_AGENT})
+        response = connection.getresponse()
+        self._publish(head=(response.status, dict(response.getheaders())))
+        while chunk := response.read1(READ_SIZE):
+            if self._dropped:
+                raise EarlyListError("dropped")  # (the connection goes: the rest of the body is not read)
+            self._publish(chunk=chunk)
+        self._publish(done=True)
+
+    def fail(self, error: BaseException) -> None:
+        """The request failed (before its answer's head, or while its body arrived)."""
+        self._publish(error=error)
 
     def _publish(self, *, head: tuple[int, dict[str, str]] | None = None, chunk: bytes = b"",
                  done: bool = False, error: BaseException | None = None) -> None:
@@ -141,6 +145,29 @@ class EarlyAnswer:
             self._chunks = []
 
 
+def fetch(answers: Sequence[EarlyAnswer], access: ClusterAccess, context: ssl.SSLContext | None) -> None:
+    """Each of ``answers`` in turn on one kept-alive connection (a thread's work). A failure is told to
+    the answer it met and to those after it (their reflectors ask again, as they would have)."""
+    url = urllib.parse.urlsplit(access.server)
+    connection: http.client.HTTPConnection | None = None
+    done = 0
+    try:
+        if url.scheme == "https":
+            connection = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT,
+                                                     context=context)
+        else:
+            connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=EARLY_TIMEOUT)
+        for answer in answers:
+            answer.receive(connection, access, url.path.rstrip("/"))
+            done += 1
+    except Exception as error:  # (any failure: the reflectors' own requests tell it as usual)
+        for answer in answers[done:]:
+            answer.fail(error)
+    finally:
+        if connection is not None:
+            connection.close()
+
+
 @attrs.define(eq=False)
 class EarlyLists:
     """The early answers of one API access (``choice``, loaded as ``access``), by path."""
@@ -187,9 +214,9 @@ def start(argv: Sequence[str]) -> EarlyLists | None:
     except (InputError, OSError, ValueError):  # (the service reports it as it builds)
         return None
     lists = EarlyLists(choice, access, {})
-    for path in FIRST_LISTS:
-        answer = EarlyAnswer(path, list_params(DEFAULT_PAGE_SIZE, from_cache=True))
-        lists.answers[path] = answer
-        threading.Thread(target=answer.fetch, args=(access, context), name=f"early list {path}",
+    for name, paths in (("nodes", NODE_LISTS), ("pods", POD_LISTS), ("the rest", OTHER_LISTS)):
+        answers = [EarlyAnswer(path, list_params(DEFAULT_PAGE_SIZE, from_cache=True)) for path in paths]
+        lists.answers.update((answer.path, answer) for answer in answers)
+        threading.Thread(target=fetch, args=(answers, access, context), name=f"early lists: {name}",
                          daemon=True).start()
     return lists
