@@ -57,7 +57,7 @@ class EarlyListError(Exception):
 
 
 class EarlyAnswer:
-    """One request sent on its own thread: its status and headers, then its body in chunks, polled from
+    """One request, sent on a thread (``fetch``): its status and headers, then its body in chunks, polled from
     the event loop (``head``, ``chunks``; ``wake_after`` asks to be told of what the thread does next:
     ``scorer.kube.client``'s ``EarlyApiStream`` waits so). This module imports no asyncio: the requests
     leave before it loads."""
@@ -80,6 +80,7 @@ class EarlyAnswer:
     # --- the thread
     def receive(self, connection: http.client.HTTPConnection, access: ClusterAccess, base: str) -> None:
         """Send the request on ``connection`` and take its answer in (raises what the transport raises)."""
+        self.started = time.perf_counter()
         connection.request("GET", base + self.path + "?" + urllib.parse.urlencode(self.params),
                            headers={**access.headers(), "Accept": "application/json", "User-Agent": USER_AGENT})
         response = connection.getresponse()
