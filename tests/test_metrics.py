@@ -7,11 +7,17 @@ import platform
 import resource
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from schedkit import build, schedule_all
 
 from scorer import __version__
-from scorer.metrics import SchedulerMetrics, sli_attempts_label
+from scorer.metrics import (
+    BUCKETS_EXTENSION_POINT,
+    BUCKETS_POD_ATTEMPTS,
+    LoopHistogram,
+    SchedulerMetrics,
+    sli_attempts_label,
+)
 from scorer.testing import make_node, make_pod, schedule_pending
 
 PROFILE = "default-scheduler"
@@ -199,3 +205,30 @@ def test_the_process_families_are_go_clients():
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     assert registry.get_sample_value("process_virtual_memory_max_bytes") == (
         -1 if soft == resource.RLIM_INFINITY else soft)
+
+
+def samples_less_created(registry: CollectorRegistry):
+    return [(metric.name, metric.type, metric.documentation,
+             [(sample.name, sample.labels, sample.value) for sample in metric.samples
+              if not sample.name.endswith("_created")])
+            for metric in registry.collect()]
+
+
+@pytest.mark.parametrize("labelnames, buckets", [(("point", "status"), BUCKETS_EXTENSION_POINT),
+                                                 ((), BUCKETS_POD_ATTEMPTS)])
+def test_a_loop_histogram_collects_what_prometheus_clients_histogram_does(labelnames, buckets):
+    """Same family, series order, bucket texts, counts and sums (on a bound, between, past the last,
+    negative, whole numbers), less _created; an unlabelled family's series exists at 0 from the start."""
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    loop = LoopHistogram("h_seconds", "Help.", labelnames, buckets=buckets, registry=ours)
+    reference = Histogram("h_seconds", "Help.", labelnames, buckets=buckets, registry=theirs)
+    assert samples_less_created(ours) == samples_less_created(theirs)
+    values = ("Filter", "Success"), ("Bind", "Error"), ("Filter", "Success")
+    amounts = (buckets[0], buckets[3], (buckets[1] + buckets[2]) / 2, buckets[-1] * 3, -1.0, 0, 2, 0.0004)
+    for i, amount in enumerate(amounts):
+        labels = values[i % len(values)][:len(labelnames)]
+        (loop.labels(*labels) if labels else loop).observe(amount)
+        (reference.labels(*labels) if labels else reference).observe(amount)
+    assert samples_less_created(ours) == samples_less_created(theirs)
+    with pytest.raises(ValueError, match="h_seconds"):
+        loop.labels("one", "two", "three")

@@ -57,7 +57,7 @@ import aiohttp
 import aiohttp.http_exceptions
 import attrs
 import orjson
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter
 
 from scorer.errors import ScorerError
 from scorer.kube.config import ClusterAccess
@@ -65,7 +65,7 @@ from scorer.kube.early import EarlyAnswer, EarlyListError, EarlyLists
 from scorer.kube.http1 import Http1Pool, TransportError
 from scorer.kube.ratelimit import TokenBucket
 from scorer.logsummary import RepeatLog
-from scorer.metrics import exponential_buckets, labelled_child
+from scorer.metrics import LoopHistogram, exponential_buckets, labelled_child
 
 log = logging.getLogger("scorer.kube.client")
 
@@ -125,23 +125,23 @@ _TRANSPORT_ERRORS = (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.
 
 class RestClientMetrics:
     """client-go's ``rest_client_*`` request families in ``collector_registry`` (one per app, shared by
-    its clients); labelled children are kept by label values, so a request pays two dict lookups."""
+    its clients); labelled children are kept by label values, so a request pays two dict lookups. The
+    duration is a ``LoopHistogram``: requests are made and timed on the event loop only."""
 
     def __init__(self, collector_registry: CollectorRegistry) -> None:
         self.requests = Counter("rest_client_requests",
                                 "Number of HTTP requests, partitioned by status code, method, and host.",
                                 ["code", "method", "host"], registry=collector_registry)
-        self.duration = Histogram("rest_client_request_duration_seconds",
-                                  "Request latency in seconds. Broken down by verb and URL.",
-                                  ["verb", "url"], buckets=REQUEST_DURATION_BUCKETS, registry=collector_registry)
+        self.duration = LoopHistogram("rest_client_request_duration_seconds",
+                                      "Request latency in seconds. Broken down by verb and URL.",
+                                      ["verb", "url"], buckets=REQUEST_DURATION_BUCKETS, registry=collector_registry)
         self._requests: dict[tuple[str, ...], Counter] = {}
-        self._durations: dict[tuple[str, ...], Histogram] = {}
 
     def count(self, code: str, method: str, host: str) -> None:
         labelled_child(self._requests, self.requests, (code, method, host)).inc()
 
     def observe(self, verb: str, url: str, seconds: float) -> None:
-        labelled_child(self._durations, self.duration, (verb, url)).observe(seconds)
+        self.duration.labels(verb, url).observe(seconds)
 
 
 def url_template(path: str, params: Mapping[str, str] | None = None) -> str:
