@@ -24,6 +24,13 @@ class PrioritySort:
         return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
 
+def sort_key(info: QueuedPodInfo) -> tuple[int, float]:
+    """``PrioritySort.less`` as a key: ``less(a, b)`` exactly when ``sort_key(a) < sort_key(b)``, and
+    equal keys where ``less`` holds neither way. The queue compares these tuples in C instead of
+    calling ``less`` at every step of a heap sift."""
+    return -info.pod.priority, info.timestamp
+
+
 def factory(args: None, handle: Handle) -> PrioritySort:
     return PrioritySort()
 

@@ -35,7 +35,7 @@ The modules:
 
 * ``priority`` -- ``SchedulingQueue`` itself: the pools and the moves between
   them, the flushes of ``run``;
-* ``pools`` -- the pool names, the keyed heap under active and backoff, their entries;
+* ``pools`` -- the pool names, the keyed heap under active and backoff, their entries and ranks;
 * ``flight`` -- what is remembered of an in-flight pod, and the cluster events
   received during flights;
 * ``nominator`` -- the ``Nominator`` of preempting pods;

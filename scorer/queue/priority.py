@@ -38,7 +38,8 @@ from scorer.queue.pools import (
     ActiveEntry,
     BackoffEntry,
     KeyedHeap,
-    backoff_before,
+    active_rank,
+    backoff_rank,
 )
 from scorer.queue.quiet import QuietSpell
 from scorer.state import memory
@@ -58,9 +59,10 @@ class _Requeue(enum.Enum):
 class SchedulingQueue:
     """Holds pending pods and hands them to the scheduling loop in order.
 
-    ``less`` is the queue-sort plugin's Less. ``pre_enqueue(pod)`` returns
-    None to admit a pod into the active pool, or the name of the plugin that
-    gates it. ``plugin_events`` maps a plugin name to the events it registered
+    ``less`` is the queue-sort plugin's Less; the built-in PrioritySort's is recognized and
+    its order kept as key tuples, with the same result (``scorer.queue.pools.active_rank``).
+    ``pre_enqueue(pod)`` returns None to admit a pod into the active pool, or the name of the
+    plugin that gates it. ``plugin_events`` maps a plugin name to the events it registered
     (kube's EventsToRegister). A rejector plugin missing from the mapping is
     interested in every event, as kube treats plugins without
     EnqueueExtensions; map it to ``()`` to say that no event helps.
@@ -126,7 +128,6 @@ class SchedulingQueue:
         ):
             if period <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, got {period}")
-        self._less = less
         self._clock = clock
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -141,8 +142,8 @@ class SchedulingQueue:
         self._quiet_period = quiet_period
         self._quiet = QuietSpell(release_memory)  # counts pods added, popped, deleted and cluster events
 
-        self._active: KeyedHeap[ActiveEntry] = KeyedHeap(self._active_before)
-        self._backoff: KeyedHeap[BackoffEntry] = KeyedHeap(backoff_before)
+        self._active: KeyedHeap[ActiveEntry] = KeyedHeap(active_rank(less))
+        self._backoff: KeyedHeap[BackoffEntry] = KeyedHeap(backoff_rank)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, InFlight] = {}
@@ -526,13 +527,6 @@ class SchedulingQueue:
                 )
 
     # -- internals -----------------------------------------------------------
-
-    def _active_before(self, a: ActiveEntry, b: ActiveEntry) -> bool:
-        if self._less(a.info, b.info):
-            return True
-        if self._less(b.info, a.info):
-            return False
-        return a.seq < b.seq
 
     def _incoming(self, queue: str, label: str) -> None:
         if self._on_incoming is not None:
