@@ -91,9 +91,10 @@ def test_key_path_and_predicate_path_agree(ops: list[tuple[str, int, int, float]
     queues = [SchedulingQueue(less, clock=clock, plugin_events={"Fit": [NODE_ADD]})
               for less in (PrioritySort().less, predicate_less)]
     popped: list[list[QueuedPodInfo]] = [[], []]
+    priorities: dict[int, int] = {}  # a pod's priority: its first one (spec.priority cannot change)
     for op, number, priority, step in ops:
         clock.now += step
-        pod = POD[number, PRIORITIES[priority]]
+        pod = POD[number, priorities.setdefault(number, PRIORITIES[priority])]
         answers: list[object] = []
         for queue, infos in zip(queues, popped, strict=True):
             if op == "add":
@@ -118,6 +119,10 @@ def test_key_path_and_predicate_path_agree(ops: list[tuple[str, int, int, float]
                 answers.append(queue.flush_backoff_completed())
             answers.append([(info.key, info.timestamp) for info in queue.pending_pods()])
         assert answers[:len(answers) // 2] == answers[len(answers) // 2:]
+    clock.now += 3600.0  # every backoff over: the pods waiting in backoff or unschedulable go active
+    for queue in queues:
+        queue.move_all_to_active_or_backoff(NODE_ADD)
+        queue.flush_backoff_completed()
     key_order, predicate_order = ([(info.key, info.pod.priority, info.timestamp) for info in iter(queue.pop, None)]
                                   for queue in queues)
     assert key_order == predicate_order
