@@ -363,6 +363,17 @@ async def test_the_first_list_delivers_waiting_pods_after_the_sync_highest_prior
         "bound", "nominated", "done", "high-1", "high-2", "low", "none", "neg"))
 
 
+async def test_a_waiting_pod_listed_twice_is_delivered_in_the_lists_order() -> None:
+    """A server that lists a key twice (none should): no comparison of the two objects, the later one last."""
+    client = FakeClient([page([waiting_pod("twice", "4"), waiting_pod("once", "5"), waiting_pod("twice", "6")],
+                              "10")], [])
+    reflector = fake_reflector(client, watch_timeout=100)
+    recorder = Recorder()
+    await settle(client, reflector, recorder)
+    assert recorder.of("ns/") == [("add", "ns/once"), ("add", "ns/twice"), ("add", "ns/twice")]
+    assert reflector.store["ns/twice"].resource_version == "6"
+
+
 async def test_a_relist_delivers_waiting_pods_with_the_list(monkeypatch) -> None:
     deferred_counts: list[int] = []
     deliver_deferred = Reflector._deliver_deferred

@@ -306,10 +306,12 @@ def _status_error(response: ApiResponse, cap: float) -> WatchError:
 
 class _Deferred(NamedTuple):
     """An object of the first list delivered after the sync: its place, its key (ties go in key order, an
-    etcd list's order) and its JSON, decoded when delivered."""
+    etcd list's order), its position in the list (a key listed twice: in the list's order) and its JSON,
+    decoded when delivered."""
 
     place: int
     key: str
+    position: int
     raw: Mapping[str, Any]
 
 
@@ -634,7 +636,7 @@ class Reflector:
             place = deferrable(raw) if deferrable is not None else None
             if place is not None:
                 assert deferred is not None
-                deferred.append(_Deferred(place, key, raw))
+                deferred.append(_Deferred(place, key, len(deferred), raw))
                 return
             obj = self._decode(key, raw)
             if obj is not None:
