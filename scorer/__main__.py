@@ -17,7 +17,7 @@ left out of every later collection, as the reflectors' first lists are) and the 
 The code attrs generates for each class comes from a cache beside the bytecode (``scorer.codecache``)
 rather than being compiled at every start: about 60 ms of CPU.
 
-For ``scorer run``, the first lists of nodes and pods are asked for before the rest of scorer loads
+For ``scorer run``, the reflectors' first lists are asked for before the rest of scorer loads
 (``scorer.kube.early``): the API server encodes them while Python imports.
 """
 

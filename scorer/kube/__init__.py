@@ -3,7 +3,7 @@
 ``config``: how to reach the API server (kubeconfig or in-cluster);
 ``ratelimit``: the client-side token bucket of ``clientConnection.qps``/``burst``;
 ``client``: bounded requests and streamed responses (watches) through both;
-``early``: the first lists of nodes and pods, asked for while the modules load;
+``early``: the reflectors' first lists, asked for while the modules load;
 ``listing``: a LIST answer decoded item by item as it arrives;
 ``writer``: bindings, Events and the PodScheduled condition (the
 ``ClusterWriter`` of ``scorer.cluster.interface``); ``apiresources``: the

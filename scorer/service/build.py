@@ -5,9 +5,9 @@
 * API access: ``--kubeconfig``, else ``clientConnection.kubeconfig``, else the
   in-cluster service account (``KUBERNETES_SERVICE_HOST`` set), else
   ``$KUBECONFIG`` or ``~/.kube/config`` when that file exists
-  (``choose_access``). The first lists of nodes and pods, asked for while the
-  modules loaded (``options.early_lists``), are read by the reflectors when
-  they were asked for with the same access.
+  (``choose_access``). The first lists, asked for while the modules loaded
+  (``options.early_lists``), are read by the reflectors when they were asked
+  for with the same access.
 * Three API clients, each with its own token bucket of ``clientConnection``
   ``qps``/``burst``, as kube-scheduler keeps separate clients: the reflectors
   and bindings (and the other writes: pod conditions, preemption deletes,
