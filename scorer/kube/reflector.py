@@ -18,8 +18,8 @@ client-go's reflector and informer do (reference ``kubernetes-api-client.md``
   (it ignores ``limit`` there), where a list from etcd takes a round trip and
   a quorum read per page; re-lists read etcd, paginated (``list_from_cache``
   False makes the first one do so too). Each page is decoded item by item as
-  it arrives (``scorer.kube.listing``), so decoding overlaps the server's
-  encoding; each item's JSON is dropped as soon as it is decoded, so a list
+  it arrives (``scorer.kube.listing``), so decoding overlaps the transfer;
+  each item's JSON is dropped as soon as it is decoded, so a list
   is not held twice. Items are delivered in key order, as etcd lists them
   (the watch cache answers in no order).
 
