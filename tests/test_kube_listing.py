@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from scorer.kube import listing
 from scorer.kube.listing import ListSplitter, read_list
 
 
@@ -51,6 +52,12 @@ def whole(body: bytes) -> tuple[Any, list[Any]]:
     return {k: v for k, v in parsed.items() if k != "items"}, items if isinstance(items, list) else []
 
 
+def stateful_set(name: str, templates: int) -> dict[str, Any]:
+    """An item holding an array of objects whose first key is ``metadata``: a boundary per template."""
+    return {"metadata": {"name": name}, "spec": {"volumeClaimTemplates": [
+        {"metadata": {"name": f"t{i}"}, "spec": {}} for i in range(templates)]}}
+
+
 BODIES = {
     "nodes": list_body([node(f"n{i}") for i in range(7)]),
     "one": list_body([node("only")]),
@@ -65,6 +72,7 @@ BODIES = {
     "pretty": orjson.dumps({"metadata": {}, "items": [node("a"), node("b")]}, option=orjson.OPT_INDENT_2),
     "array": orjson.dumps([node("a")]),
     "string": b'"items"',
+    "templates": list_body([node("a"), stateful_set("few", 3), node("b"), stateful_set("many", 40), node("c")]),
     "nested-items-key": orjson.dumps({"metadata": {"x": {"items": [{"metadata": 1}]}}, "items": [node("a")]}),
 }
 
@@ -98,6 +106,22 @@ async def test_items_are_taken_before_the_body_ends() -> None:
 async def test_a_body_that_is_not_json_is_an_error(body: bytes, size: int) -> None:
     with pytest.raises(orjson.JSONDecodeError):
         await read(body, size)
+
+
+def test_an_item_with_many_inner_boundaries_leaves_the_rest_to_one_parse(monkeypatch) -> None:
+    """Each boundary inside an item costs a parse of the item so far: past MAX_MISSES of them the rest of
+    the body is parsed once, at the end (no user-made object makes a list cost quadratic time)."""
+    parses = []
+    real_loads = orjson.loads
+    monkeypatch.setattr("scorer.kube.listing.orjson.loads", lambda data: parses.append(len(data)) or real_loads(data))
+    splitter = ListSplitter()
+    plain = [{"metadata": {"name": name}} for name in ("a", "b")]
+    taken = splitter.feed(list_body([plain[0], stateful_set("many", 1000), plain[1]]))
+    assert [item["metadata"]["name"] for item in taken] == ["a"] and splitter.rest_whole
+    assert len(parses) == 1 + 1 + listing.MAX_MISSES + 1  # the head, the first item, the misses
+    envelope, rest = splitter.finish()
+    assert [item["metadata"]["name"] for item in rest] == ["many", "b"]
+    assert len(rest[0]["spec"]["volumeClaimTemplates"]) == 1000
 
 
 async def test_a_body_without_the_usual_shape_is_parsed_whole() -> None:

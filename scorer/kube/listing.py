@@ -32,6 +32,10 @@ import orjson
 
 DEFAULT_PAGE_SIZE = 500  # items per page of a LIST from etcd (client-go's pager)
 
+# Boundaries found inside one item (arrays of objects whose first key is the items' first key, such as a
+# StatefulSet's volumeClaimTemplates) before the rest of the body is kept and parsed in one piece at the end.
+MAX_MISSES = 16
+
 _ITEMS = b'"items":['
 _EMPTY_ITEMS = b'"items":[]}'
 
@@ -63,7 +67,10 @@ class ListSplitter:
     yet, as the body has them (any JSON value, None when it has none); it
     raises ``orjson.JSONDecodeError`` for a body that is not JSON. ``whole``
     is True once the body is known not to have the usual shape: it is then
-    kept, and ``finish()`` parses all of it at once.
+    kept, and ``finish()`` parses all of it at once. ``rest_whole`` is True
+    once an item held more than ``MAX_MISSES`` boundaries: from that item on,
+    the body is kept and ``finish()`` parses it in one piece, so that no item
+    is parsed more than ``MAX_MISSES`` + 1 times whatever it holds.
     """
 
     def __init__(self) -> None:
@@ -71,12 +78,14 @@ class ListSplitter:
         self._head: dict[str, Any] | None = None  # the envelope before the items, once they are found
         self._separator = b""  # b"}," + the first item's opening up to its first key
         self._scan = 0  # where in the buffer the next search for the separator starts
+        self._misses = 0  # boundaries found inside the item at the buffer's start
         self.whole = False
+        self.rest_whole = False
 
     def feed(self, chunk: bytes) -> list[Any]:
         buffer = self._buffer
         buffer += chunk
-        if self._head is None and (self.whole or not self._start(buffer)):
+        if self.rest_whole or (self._head is None and (self.whole or not self._start(buffer))):
             return []
         if not self._separator:
             colon = buffer.find(b":")
@@ -91,10 +100,15 @@ class ListSplitter:
                 try:
                     item = orjson.loads(view[start:at + 1])
                 except orjson.JSONDecodeError:
-                    continue  # a boundary inside an item: the piece grows to the next one
+                    item = None  # a boundary inside an item: the piece grows to the next one
                 if type(item) is dict:
                     items.append(item)
-                    start = at + 2
+                    start, self._misses = at + 2, 0
+                    continue
+                self._misses += 1
+                if self._misses > MAX_MISSES:
+                    self.rest_whole = True
+                    break
         self._scan = max(scan, len(buffer) - len(separator) + 1, start) - start
         del buffer[:start]
         return items
