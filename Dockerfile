@@ -21,9 +21,11 @@ FROM ${PYTHON_IMAGE}
 # allocated goes back to the system once the pods are gone (README, "Faults": after 3 minutes of churn at
 # 365 pods/s, RSS 117 MB above idle with the default allocator, 10 MB with this one).
 # One thread for numpy's BLAS and OpenMP (README, "Threads"): scorer makes no call that uses more, and their
-# default, one thread per core of the node, only spins (the `scorer` command sets the same where unset).
+# default, one thread per core of the node, only spins. The `scorer` command sets the three libraries'
+# variables to SCORER_NUMERIC_THREADS whatever they say; they are set here too for any other Python program
+# run in the image.
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    PYTHONMALLOC=malloc OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+    PYTHONMALLOC=malloc SCORER_NUMERIC_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # The numeric uid/gid the Deployment's securityContext runs as (runAsUser: 10001).
 RUN groupadd --system --gid 10001 scorer \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin scorer

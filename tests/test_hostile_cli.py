@@ -944,6 +944,7 @@ def run_subprocess(argv: list[str], tmp_path: Path, autoload: bool) -> Result:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONWARNINGS": "always::RuntimeWarning"}
     env.pop("SCORER_DEBUG", None)
+    env.pop("SCORER_NUMERIC_THREADS", None)
     if not autoload:
         env["SCORER_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"

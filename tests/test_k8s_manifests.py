@@ -333,14 +333,15 @@ def test_the_deployment_args_extend_the_images_command(container) -> None:
 
 
 def test_the_image_and_the_deployment_give_numpy_one_thread(container) -> None:
-    # As the scorer command does where they are unset (tests/test_service_threads.py), written out where
-    # an operator reads and changes them.
-    one_each = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    # The scorer command's own bound (tests/test_service_threads.py), written out where an operator reads and
+    # changes it; the image sets the libraries' variables too, for Python programs other than the command.
+    libraries = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     _, stages = dockerfile_stages()
     image_env = dict(item.partition("=")[::2] for op, rest in stages[-1]["instructions"] if op == "ENV"
                      for item in rest.split())
-    assert one_each.items() <= image_env.items()
-    assert one_each.items() <= {e["name"]: e.get("value") for e in container.get("env", [])}.items()
+    assert {"SCORER_NUMERIC_THREADS": "1", **libraries}.items() <= image_env.items()
+    deployment_env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert deployment_env.get("SCORER_NUMERIC_THREADS") == "1"
 
 
 def test_the_image_installs_the_plugins_the_configuration_enables(scheduler_config) -> None:

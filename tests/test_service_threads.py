@@ -1,8 +1,8 @@
 """No thread pool of the service sized by the core count: numpy's BLAS and OpenMP, the event loop's executor.
 
 ``scorer.__main__`` (the ``scorer`` command and ``python -m scorer``) sets ``OPENBLAS_NUM_THREADS``,
-``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` to 1 where unset, before numpy loads, so OpenBLAS starts
-no worker thread; ``serve`` gives the event loop an executor of ``WORKER_THREADS`` threads. The
+``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` to ``SCORER_NUMERIC_THREADS`` (1 when unset), whatever they
+said, before numpy loads, so OpenBLAS starts no worker thread; ``serve`` gives the event loop an executor of ``WORKER_THREADS`` threads. The
 process-level tests count the threads in ``/proc/<pid>/task`` (Linux). Only subprocesses import
 ``scorer.__main__``: importing it here would set the variables in this process, for every later test.
 """
@@ -44,32 +44,51 @@ print(len(os.listdir("/proc/self/task")), ",".join(names), *(os.environ[name] fo
 
 def clean_env(**variables: str) -> dict[str, str]:
     """This process's environment without the numeric-thread variables, plus ``variables``."""
-    env = {key: value for key, value in os.environ.items() if key not in NUMERIC_THREAD_VARIABLES}
+    env = {key: value for key, value in os.environ.items()
+           if key not in NUMERIC_THREAD_VARIABLES and key != "SCORER_NUMERIC_THREADS"}
     return {**env, **variables}
+
+
+def run_probe(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", ENTRY_POINT_PROBE], env=env, capture_output=True, text=True,
+                          timeout=60)
 
 
 def probe_entry_point(env: dict[str, str]) -> list[str]:
     """The number of threads, then the variables' values, of a process that imported the entry point."""
-    result = subprocess.run([sys.executable, "-c", ENTRY_POINT_PROBE], env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = run_probe(env)
     assert result.returncode == 0, result.stderr
     threads, names, *values = result.stdout.split()
     assert tuple(names.split(",")) == NUMERIC_THREAD_VARIABLES
     return [threads, *values]
 
 
-@pytest.mark.parametrize("variables", [{}, {"OMP_NUM_THREADS": "16"}, {"OPENBLAS_NUM_THREADS": ""}],
-                         ids=["unset", "omp-forced-high", "empty"])
+FORCED_HIGH = {name: "16" for name in NUMERIC_THREAD_VARIABLES}
+
+
+@pytest.mark.parametrize("variables", [{}, {"OMP_NUM_THREADS": "16"}, {"OPENBLAS_NUM_THREADS": ""}, FORCED_HIGH,
+                                       {**FORCED_HIGH, "SCORER_NUMERIC_THREADS": ""}],
+                         ids=["unset", "omp-forced-high", "empty", "all-forced-high", "bound-empty"])
 def test_numpy_loaded_through_the_entry_point_starts_no_worker_thread(variables):
-    # OMP_NUM_THREADS forced high alone (a setting common in images): OpenBLAS reads its own variable first.
+    # The libraries' own variables forced high (a setting common in images) do not reach scorer.
     threads, *values = probe_entry_point(clean_env(**variables))
     assert threads == "1"
-    assert values == [variables.get(name) or "1" for name in NUMERIC_THREAD_VARIABLES]
+    assert values == ["1", "1", "1"]
 
 
-def test_a_value_the_user_set_is_kept():
-    _, *values = probe_entry_point(clean_env(OPENBLAS_NUM_THREADS="3", MKL_NUM_THREADS="2"))
-    assert values == ["3", "1", "2"]
+def test_scorer_numeric_threads_sets_every_library_variable():
+    _, *values = probe_entry_point(clean_env(SCORER_NUMERIC_THREADS=" 3 ", OPENBLAS_NUM_THREADS="16"))
+    assert values == ["3", "3", "3"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "2.5", "1025", "\uff12"])
+def test_a_bad_scorer_numeric_threads_is_a_one_line_error(value):
+    result = run_probe(clean_env(SCORER_NUMERIC_THREADS=value))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("scorer: SCORER_NUMERIC_THREADS must be a whole number from 1 to 1024")
+    assert repr(value) in result.stderr
 
 
 def make_service() -> Service:
