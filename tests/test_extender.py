@@ -24,8 +24,8 @@ from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
 from scorer.extender import http as extender_http
-from scorer.extender.extender import UNKNOWN_NODE_SCORE
-from scorer.extender.wire import MAX_NODE_NAME, NodeNames, PodCache, filter_result, node_name_error
+from scorer.extender.extender import UNKNOWN_NODE_SCORE, ScoreAhead
+from scorer.extender.wire import MAX_NODE_NAME, NameList, NodeNames, PodCache, filter_result, node_name_error
 from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
 from scorer.service import app as service_app
@@ -379,6 +379,78 @@ async def test_the_endpoints_answer_as_before_when_names_are_kept(aiohttp_client
         assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
     text = await (await client.get("/metrics")).text()
     assert samples(text, "scorer_extender_unknown_nodes_total")[()] == 4  # "new", in each of its requests
+
+
+def name_list(names: NodeNames, *listed: str) -> NameList:
+    return names.keep_list(orjson.dumps(list(listed)), listed, names.ids(list(listed), "NodeNames[{}]"))
+
+
+def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_passed():
+    now = [0.0]
+    ahead, names = ScoreAhead(clock=lambda: now[0]), NodeNames()
+    pod, other = pod_from_dict(api_pod("a")), pod_from_dict(api_pod("b"))
+    passed, single = name_list(names, "n1", "n2"), name_list(names, "n1")
+    # off until kube-scheduler is seen asking prioritize about what its filter passed
+    assert not ahead.filtered(pod, passed)
+    assert ahead.take(pod, passed) is None and ahead.enabled
+    assert ahead.filtered(pod, passed) and ahead.wanted(pod, passed)
+    ahead.store(pod, passed, b"[1]")
+    assert ahead.take(other, passed) is None and (ahead.used, ahead.unused) == (0, 1)  # another pod: computed
+    assert ahead.filtered(pod, passed)
+    ahead.store(pod, passed, b"[2]")
+    assert ahead.take(pod, name_list(names, "n2", "n1")) is None  # other names
+    assert ahead.filtered(pod, passed)
+    ahead.store(pod, passed, b"[3]")
+    now[0] += ScoreAhead.MAX_AGE + 0.1
+    assert ahead.take(pod, passed) is None and ahead.unused == 3  # too old
+    assert ahead.filtered(pod, passed)
+    ahead.store(pod, passed, b"[4]")
+    assert ahead.take(pod, passed) == b"[4]" and ahead.used == 1
+    assert not ahead.wanted(pod, passed)  # (taken: a late computation is not kept)
+    ahead.store(pod, passed, b"[5]")
+    assert ahead.take(pod, passed) is None and ahead.used == 1
+    # one node passing, names not kept, decisions kept: nothing computed ahead
+    assert not ahead.filtered(pod, single) and not ahead.filtered(pod, None)
+    assert not ahead.filtered(pod, passed, keeping_decisions=True)
+    # a filter not followed by prioritize: the answer is dropped and computing ahead stops
+    assert ahead.filtered(pod, passed)
+    ahead.store(pod, passed, b"[6]")
+    assert not ahead.filtered(other, passed) and (ahead.unused, ahead.enabled) == (4, False)
+    assert ahead.take(other, passed) is None and ahead.enabled  # ... until one is followed again
+    # another request before the computation ran: it is not kept
+    assert ahead.filtered(pod, passed)
+    assert ahead.filtered(other, passed) and not ahead.wanted(pod, passed)
+    ahead.store(pod, passed, b"[7]")
+    assert ahead.take(pod, passed) is None
+
+
+async def test_prioritize_is_answered_from_what_was_computed_once_filter_answered(aiohttp_client):
+    service = make_service()
+    client = await aiohttp_client(service.app())
+
+    async def pair(pod: dict[str, Any], prioritize: bool = True) -> tuple[bytes, bytes | None]:
+        filtered = await (await client.post("/scheduler/filter", data=body(["busy", "idle", "half"], pod=pod))).read()
+        await asyncio.sleep(0)
+        if not prioritize:
+            return filtered, None
+        passed = orjson.loads(filtered)["NodeNames"]
+        return filtered, await (await client.post("/scheduler/prioritize", data=body(passed, pod=pod))).read()
+
+    async def counted() -> dict[tuple[tuple[str, str], ...], float]:
+        return samples(await (await client.get("/metrics")).text(), "scorer_extender_scored_ahead_total")
+
+    assert await counted() == {(("result", "used"),): 0, (("result", "unused"),): 0}
+    extender = Extender(service.asm.frameworks[PROFILE], service.asm.cache, service.asm.sources)
+    for i in range(3):
+        pod = api_pod(f"web-{i}", cpu=f"{i + 1}00m")
+        _, prioritized = await pair(pod)
+        args = read_args(body(["idle", "half"], pod=pod))
+        assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
+    assert await counted() == {(("result", "used"),): 2, (("result", "unused"),): 0}  # (the first turns it on)
+    await pair(api_pod("lone"), prioritize=False)  # (kube-scheduler found one node: no prioritize)
+    await pair(api_pod("web-3"))  # computed ahead for "lone", unused: off for this one
+    await pair(api_pod("web-4"))
+    assert await counted() == {(("result", "used"),): 3, (("result", "unused"),): 1}
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

@@ -27,7 +27,9 @@ Metrics (the app's one collector registry): ``scorer_extender_requests_total{ver
 (result ``success``, ``error``, ``bad_request``: a body refused counts as one),
 ``scorer_extender_request_duration_seconds{verb}`` (reading the body to the
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
-know). With ``--enable-debug-endpoints``, ``GET /debug/extender`` lists the last
+know), ``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
+once filter's answer was written, ``ScoreAhead``: ``used`` by the prioritize that
+followed, or ``unused``). With ``--enable-debug-endpoints``, ``GET /debug/extender`` lists the last
 decisions (``Extender.decisions``).
 """
 
@@ -43,8 +45,8 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from scorer.extender.extender import Extender, PluginFailure
-from scorer.extender.wire import BadRequest, PodCache, filter_error, filter_result, read_args
+from scorer.extender.extender import Extender, PluginFailure, ScoreAhead
+from scorer.extender.wire import BadRequest, ExtenderArgs, NameList, PodCache, filter_error, filter_result, read_args
 from scorer.metrics import exponential_buckets
 from scorer.model import Pod
 
@@ -54,6 +56,7 @@ FILTER = "filter"
 PRIORITIZE = "prioritize"
 VERBS = (FILTER, PRIORITIZE)
 RESULTS = ("success", "error", "bad_request")
+AHEAD_RESULTS = ("used", "unused")
 DEFAULT_PREFIX = "/scheduler"
 #: Request bodies up to this size: the Nodes form of 15,000 nodes at ~4 KiB each is ~60 MiB.
 MAX_BODY = 128 * 1024 * 1024
@@ -75,12 +78,40 @@ class ExtenderMetrics:
         self.unknown_nodes = Counter("scorer_extender_unknown_nodes",
                                      "Node names in extender requests that scorer's cache did not know (yet): "
                                      "they pass Filter and get the middle score.", registry=collector_registry)
+        self.scored_ahead = Counter("scorer_extender_scored_ahead",
+                                    "prioritize answers computed once filter's answer was written, before "
+                                    "kube-scheduler asked: used by the prioritize that followed, or unused.",
+                                    ["result"], registry=collector_registry)
         self._children = {(verb, result): self.requests.labels(verb, result) for verb in VERBS for result in RESULTS}
         self._durations = {verb: self.duration.labels(verb) for verb in VERBS}
+        self._ahead = {result: self.scored_ahead.labels(result) for result in AHEAD_RESULTS}
+        self._ahead_counted = {result: 0 for result in AHEAD_RESULTS}
 
     def observe(self, verb: str, result: str, seconds: float) -> None:
         self._children[verb, result].inc()
         self._durations[verb].observe(seconds)
+
+    def count_ahead(self, ahead: ScoreAhead) -> None:
+        """Bring ``scorer_extender_scored_ahead_total`` up to ``ahead``'s counts."""
+        for result, total in (("used", ahead.used), ("unused", ahead.unused)):
+            if total != self._ahead_counted[result]:
+                self._ahead[result].inc(total - self._ahead_counted[result])
+                self._ahead_counted[result] = total
+
+
+class _AnswerThen(web.Response):
+    """A response that calls ``then`` soon after its last bytes went to the transport: the next request of
+    the client is not kept waiting for it."""
+
+    def __init__(self, *, body: bytes, then: Callable[[], None]) -> None:
+        super().__init__(body=body, content_type="application/json")
+        self._then: Callable[[], None] | None = then
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        await super().write_eof(data)
+        then, self._then = self._then, None
+        if then is not None:
+            asyncio.get_running_loop().call_soon(then)
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -154,6 +185,7 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
     bodies = _Bodies(body_timeout)
     # (filter then prioritize: the same pod, the names it passed)
     pods, names = PodCache(watched_pods), extender.names
+    ahead = ScoreAhead()
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str, handle: Callable[[bytes | bytearray], web.Response]) -> Callable[[web.Request],
@@ -186,12 +218,31 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
     def do_filter(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
         passed, failed, unresolvable = extender.filter(args)
-        return _json(filter_result(args, passed, failed, unresolvable))
+        answer = orjson.dumps(filter_result(args, passed, failed, unresolvable))
+        pod, kept = args.pod, extender.last_passed
+        go = ahead.filtered(pod, kept, keeping_decisions=extender.decisions is not None)
+        metrics.count_ahead(ahead)
+        if not go or kept is None:
+            return web.Response(body=answer, content_type="application/json")
+        return _AnswerThen(body=answer, then=lambda: score_ahead(pod, kept))
+
+    def score_ahead(pod: Pod, kept: NameList) -> None:
+        if not ahead.wanted(pod, kept):  # (prioritize, or another filter, came first)
+            return
+        args = ExtenderArgs(pod, kept.names, None, kept)
+        try:
+            answer = names.write_kept(args, extender.prioritize(args))
+        except Exception:  # (the prioritize request computes it again and answers what went wrong)
+            return
+        ahead.store(pod, kept, answer)
 
     def do_prioritize(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
-        return web.Response(body=names.write_kept(args, extender.prioritize(args)),
-                            content_type="application/json")
+        answer = ahead.take(args.pod, args.kept)
+        metrics.count_ahead(ahead)
+        if answer is None:
+            answer = names.write_kept(args, extender.prioritize(args))
+        return web.Response(body=answer, content_type="application/json")
 
     app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))
     app.router.add_post(f"{prefix}/{PRIORITIZE}", endpoint(PRIORITIZE, do_prioritize))
