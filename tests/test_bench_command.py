@@ -13,6 +13,7 @@ import pytest
 
 from scorer.bench import command, e2e, plots, report, resultfile
 from scorer.bench.command import BenchOptions
+from scorer.bench.runner import SetupSource
 from scorer.bench.spec import PointSpec
 from scorer.cli import main
 
@@ -166,6 +167,48 @@ def test_repeat_keeps_the_run_with_the_median_p50_and_lists_every_run() -> None:
                                  "peak_rss_mb": [50.0] * 4}
     failed = command.median_run([run(None, error="a"), run(None, error="b")])
     assert failed["error"] == "a" and failed["repeats"]["failed"] == 2
+
+
+def test_end_to_end_repeats_keep_the_run_with_the_median_rate_and_list_every_run() -> None:
+    def run(rate: float | None, first: float = 0.5, error: str | None = None) -> dict[str, Any]:
+        return {"throughput": {"pods_per_second": rate, "pods_per_second_from_start": rate and rate / 2,
+                               "first_bind_after_start_s": first},
+                "cpu_per_pod": {"ms": 0.7, "ms_after_first_bind": 0.6, "extender_ms": None},
+                "cycle_ms": {"p50": 0.3}, "error": error}
+
+    single = run(900)
+    assert command.median_e2e_run([single]) is single and "repeats" not in single
+    chosen = command.median_e2e_run([run(1000, 0.4), run(800, 0.6), run(None, error="boom"), run(1200, 0.5)])
+    assert chosen["throughput"]["pods_per_second"] == 1000 and chosen["throughput"]["first_bind_after_start_s"] == 0.4
+    assert chosen["repeats"] == {
+        "runs": 4, "failed": 1, "pods_per_second": [1000, 800, 1200], "pods_per_second_from_start": [500, 400, 600],
+        "first_bind_after_start_s": [0.4, 0.6, 0.5], "cpu_ms_per_pod": [0.7] * 3,
+        "cpu_ms_per_pod_after_first_bind": [0.6] * 3, "extender_cpu_ms_per_pod": [None] * 3,
+        "cycle_p50_ms": [0.3] * 3}
+    assert command.median_e2e_run([run(None, error="a"), run(None, error="b")])["error"] == "a"
+
+
+def test_end_to_end_repeats_run_in_rounds_of_every_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    def job(nodes: int, scheduler: str) -> command.Job:
+        return command.Job(SetupSource(), PointSpec("plain", nodes, 10, mode="e2e", scheduler=scheduler),
+                           "default", None)
+
+    e2e_jobs = [job(40, "scorer"), job(40, "kube-scheduler"), job(80, "scorer"), job(80, "kube-scheduler")]
+    assert [[j.spec.nodes for j in g] for g in command.e2e_rounds(e2e_jobs)] == [[40, 40], [80, 80]]
+    order: list[tuple[int, str]] = []
+    rates = iter([100, 50, 300, 70, 200, 60, 10, 1, 20, 2, 30, 3])
+
+    def fake_run(j: command.Job, opts: BenchOptions) -> dict[str, Any]:
+        order.append((j.spec.nodes, j.spec.scheduler))
+        return {"nodes": j.spec.nodes, "scheduler": j.spec.scheduler, "throughput": {"pods_per_second": next(rates)},
+                "error": None}
+
+    monkeypatch.setattr(command, "_run_e2e", fake_run)
+    points = command._run([], e2e_jobs, BenchOptions(repeat=3), lambda line: None)
+    assert order == [(40, "scorer"), (40, "kube-scheduler")] * 3 + [(80, "scorer"), (80, "kube-scheduler")] * 3
+    assert [(p["nodes"], p["scheduler"], p["throughput"]["pods_per_second"]) for p in points] == [
+        (40, "scorer", 200), (40, "kube-scheduler", 60), (80, "scorer", 20), (80, "kube-scheduler", 2)]
+    assert points[0]["repeats"]["pods_per_second"] == [100, 300, 200]
 
 
 @pytest.mark.slow

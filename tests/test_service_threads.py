@@ -2,9 +2,10 @@
 
 ``scorer.__main__`` (the ``scorer`` command and ``python -m scorer``) sets ``OPENBLAS_NUM_THREADS``,
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` to ``SCORER_NUMERIC_THREADS`` (1 when unset), whatever they
-said, before numpy loads, so OpenBLAS starts no worker thread; ``serve`` gives the event loop an executor of ``WORKER_THREADS`` threads. The
-process-level tests count the threads in ``/proc/<pid>/task`` (Linux). Only subprocesses import
-``scorer.__main__``: importing it here would set the variables in this process, for every later test.
+said, before numpy loads, so OpenBLAS starts no worker thread; ``serve`` gives the event loop an
+executor of ``WORKER_THREADS`` threads. The process-level tests count the threads in
+``/proc/<pid>/task`` (Linux). Only subprocesses import ``scorer.__main__``: importing it here would set
+the variables in this process, for every later test.
 """
 
 from __future__ import annotations

@@ -129,8 +129,9 @@ def add_arguments(parser: Any) -> None:
                         help="random seed (tie breaks, metrics snapshot; default 0)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help=f"run each in-process point N times (1..{MAX_REPEAT}), each in its own process, and "
-                             "keep the run with the median cycle p50; every run's figures are under the point's "
-                             "'repeats' (end-to-end points run once; default 1)")
+                             "keep the run with the median cycle p50; run each end-to-end point N times, in rounds "
+                             "that run every scheduler of a workload and node count in turn, and keep the run with "
+                             "the median pods/s; every run's figures are under the point's 'repeats' (default 1)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"seconds a point may take before it is reported as failed (default {DEFAULT_TIMEOUT:g})")
 
@@ -312,23 +313,30 @@ def _label(job: Job) -> str:
 
 
 def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, err: Print) -> list[dict[str, Any]]:
-    """Every point in order under the progress bar; a failed one is noted as it happens (and in the table)."""
-    progress = Progress(len(jobs) * options.repeat + len(e2e_jobs))
+    """Every point in order under the progress bar; a failed one is noted as it happens (and in the table).
+    With ``--repeat N``, the end-to-end points of one workload and node count run in N rounds, each round
+    every scheduler once in turn (``e2e_rounds``), so that the machine's slow and fast moments fall on all
+    of them alike."""
+    progress = Progress((len(jobs) + len(e2e_jobs)) * options.repeat)
     points = []
-    for job in (*jobs, *e2e_jobs):
-        if job.spec.mode == "e2e":
-            progress.step(_label(job))
-            point = _run_e2e(job, options)
-        else:
-            runs = []
-            for k in range(options.repeat):
-                progress.step(_label(job) + (f", run {k + 1}/{options.repeat}" if options.repeat > 1 else ""))
-                runs.append(run_point_isolated(job.source, job.spec, config_path=job.config_path,
-                                               profile=job.profile, seed=options.seed, timeout=options.timeout))
-            point = median_run(runs)
-        if point.get("error"):
-            progress.note(f"warning: {_point_name(point)} failed: {point['error']}")
-        points.append(point)
+
+    def suffix(k: int) -> str:
+        return f", run {k + 1}/{options.repeat}" if options.repeat > 1 else ""
+
+    for job in jobs:
+        runs = []
+        for k in range(options.repeat):
+            progress.step(_label(job) + suffix(k))
+            runs.append(run_point_isolated(job.source, job.spec, config_path=job.config_path,
+                                           profile=job.profile, seed=options.seed, timeout=options.timeout))
+        points.append(_noted(median_run(runs), progress))
+    for group in e2e_rounds(e2e_jobs):
+        by_job: list[list[dict[str, Any]]] = [[] for _ in group]
+        for k in range(options.repeat):
+            for job, runs in zip(group, by_job, strict=True):
+                progress.step(_label(job) + suffix(k))
+                runs.append(_run_e2e(job, options))
+        points.extend(_noted(median_e2e_run(runs), progress) for runs in by_job)
     progress.done()
     ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
     if options.cluster is not None and ignored:
@@ -352,6 +360,58 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "pods_per_second": [(run.get("throughput") or {}).get("pods_per_second") for run in ok],
         "peak_rss_mb": [(run.get("memory") or {}).get("peak_rss_mb") for run in ok],
     }
+    return chosen
+
+
+def _noted(point: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    if point.get("error"):
+        progress.note(f"warning: {_point_name(point)} failed: {point['error']}")
+    return point
+
+
+def e2e_rounds(e2e_jobs: Sequence[Job]) -> list[list[Job]]:
+    """The end-to-end jobs in groups of consecutive ones that differ only in the scheduler (one workload,
+    node count and percentage: ``e2e_jobs`` lists each job's schedulers together)."""
+    groups: list[list[Job]] = []
+    for job in e2e_jobs:
+        key = attrs.evolve(job.spec, scheduler="")
+        if groups and attrs.evolve(groups[-1][0].spec, scheduler="") == key:
+            groups[-1].append(job)
+        else:
+            groups.append([job])
+    return groups
+
+
+#: What ``median_e2e_run`` lists of every run of an end-to-end point: (name, path in the point).
+E2E_REPEAT_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pods_per_second", ("throughput", "pods_per_second")),
+    ("pods_per_second_from_start", ("throughput", "pods_per_second_from_start")),
+    ("first_bind_after_start_s", ("throughput", "first_bind_after_start_s")),
+    ("cpu_ms_per_pod", ("cpu_per_pod", "ms")),
+    ("cpu_ms_per_pod_after_first_bind", ("cpu_per_pod", "ms_after_first_bind")),
+    ("extender_cpu_ms_per_pod", ("cpu_per_pod", "extender_ms")),
+    ("cycle_p50_ms", ("cycle_ms", "p50")),
+)
+
+
+def median_e2e_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run whose pods/s (first to last bind) is the median (the lower one of an even count) among the
+    runs that did not fail (the first run when every one failed), with ``repeats``, every run's figures
+    (``E2E_REPEAT_FIGURES``), when there are several."""
+    if len(runs) == 1:
+        return runs[0]
+
+    def figure(run: dict[str, Any], path: tuple[str, ...]) -> Any:
+        value: Any = run
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    ok = [run for run in runs if not run.get("error") and figure(run, ("throughput", "pods_per_second")) is not None]
+    by_rate = sorted(ok, key=lambda run: figure(run, ("throughput", "pods_per_second")))
+    chosen = dict(by_rate[(len(by_rate) - 1) // 2] if ok else runs[0])
+    chosen["repeats"] = {"runs": len(runs), "failed": len(runs) - len(ok),
+                         **{name: [figure(run, path) for run in ok] for name, path in E2E_REPEAT_FIGURES}}
     return chosen
 
 

@@ -199,7 +199,9 @@ def render_table(result: dict[str, Any]) -> str:
          _plugins_table(points)),
         ("Cycle cost against node count (slope of log cycle ms on log nodes: 0 flat, 1 linear)",
          _fits_table(_fits(result))),
-        ("End to end, scorer / kube-scheduler on the same control plane", _e2e_table(points)),
+        ("End to end, scorer / kube-scheduler on the same control plane"
+         + (f"; each point the run with the median pods/s of {_repeats(points, 'e2e')}, run in rounds"
+            if _repeats(points, "e2e") else ""), _e2e_table(points)),
         ("End to end, where each scheduler's CPU goes (ms of its process's CPU per bound pod: in all, start-up "
          "included; from the first bind on; the scheduling algorithm's share of the latter; seconds to the first "
          "bind)", _e2e_cpu_table(points)),
@@ -211,9 +213,10 @@ def render_table(result: dict[str, Any]) -> str:
     return "\n\n".join("\n".join([title, "", *lines]) for title, lines in sections if lines)
 
 
-def _repeats(points: list[dict[str, Any]]) -> int:
-    """How many runs ``--repeat`` made of each in-process point (0: one)."""
-    return max((int(p["repeats"]["runs"]) for p in points if isinstance(p.get("repeats"), dict)), default=0)
+def _repeats(points: list[dict[str, Any]], mode: str = "in-process") -> int:
+    """How many runs ``--repeat`` made of each point of ``mode`` (0: one)."""
+    return max((int(p["repeats"]["runs"]) for p in points
+                if p.get("mode") == mode and isinstance(p.get("repeats"), dict)), default=0)
 
 
 def _points_table(points: list[dict[str, Any]]) -> list[str]:

@@ -43,6 +43,11 @@ and ``null`` for the rest)::
      "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>",
      "repeats": {"runs", "failed", "cycle_p50_ms": [...], "cycle_p99_ms": [...], "pods_per_second": [...],
                  "peak_rss_mb": [...]}  (only with --repeat N > 1: the point is the run with the median p50),
+                (end to end: {"runs", "failed", "pods_per_second": [...], "pods_per_second_from_start": [...],
+                 "first_bind_after_start_s": [...], "cpu_ms_per_pod": [...],
+                 "cpu_ms_per_pod_after_first_bind": [...], "extender_cpu_ms_per_pod": [...],
+                 "cycle_p50_ms": [...]}: the point is the run with the median pods/s; the runs of one round
+                 are each list's same position while none failed),
      "extender": {"profile": "scorer-extender", "plugins": ["LoadAware", "NetworkTraffic"], "weight": 5,
                   "nodeCacheCapable": true, "ignorable": false,
                   "requests": {"filter": {"success": n, "error": n, "bad_request": n}, "prioritize": {...}},
