@@ -29,8 +29,8 @@ Metrics (the app's one collector registry): ``scorer_extender_requests_total{ver
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
 know), ``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
 once filter's answer was written, ``ScoreAhead``: ``used`` by the prioritize that
-followed, or ``unused``). With ``--enable-debug-endpoints``, ``GET /debug/extender`` lists the last
-decisions (``Extender.decisions``).
+followed, or ``unused``). With ``--enable-debug-endpoints``, ``GET /debug/extender``
+lists the last decisions (``Extender.decisions``).
 """
 
 from __future__ import annotations
