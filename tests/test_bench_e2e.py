@@ -97,6 +97,13 @@ def test_cpu_per_pod_splits_start_up_from_the_per_pod_path_and_the_cycle_from_th
     figures = e2e.cpu_per_pod({"scheduler": 1.2, "extender": 0.303}, 1.0, 101, text)
     assert figures == {"ms": round(1200 / 101, 3), "ms_after_first_bind": 2.0, "cycle_share": 0.25,
                        "start_up_s": 1.0, "extender_ms": 3.0}
+    # the server side per pod, and how busy the machine was: 4.02 CPU seconds in all in 2.5 s on 2 cores
+    run = {"scheduler": 1.2, "kube_apiserver": 2.02, "etcd": 0.5, "harness": 0.2, "other": 0.1, "wall": 2.5,
+           "cores": 2}
+    figures = e2e.cpu_per_pod(run, 1.0, 101, text)
+    assert figures is not None and figures["control_plane_ms"] == round(2520 / 101, 3)
+    assert figures["machine_busy"] == 0.804
+    assert e2e.cpu_per_pod({**run, "wall": 1.0}, 1.0, 101, text)["machine_busy"] == 1.0  # (ticks round up)
     assert e2e.cpu_per_pod({"scheduler": 1.2}, None, 101, None) == {
         "ms": round(1200 / 101, 3), "ms_after_first_bind": None, "cycle_share": None, "start_up_s": None}
     assert e2e.cpu_per_pod({"scheduler": 1.2}, 1.0, 0, text) is None

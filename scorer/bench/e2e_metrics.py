@@ -161,12 +161,21 @@ def cpu_per_pod(cpu: Mapping[str, float] | None, at_first_bind: float | None, bo
     ``cycle_share`` (the scheduling algorithm's seconds, ``scheduler_scheduling_algorithm_duration_seconds``'
     sum, over the CPU seconds after the first bind: the rest is the API path, the event loop, Events...),
     ``start_up_s`` (CPU seconds before the first bind) and, with an extender, ``extender_ms`` (its CPU per
-    pod while kube-scheduler ran: its start-up is not in it). None without binds."""
+    pod while kube-scheduler ran: its start-up is not in it). Beside the scheduler: ``control_plane_ms``,
+    kube-apiserver's and etcd's CPU per bound pod over the same time (what each binding, Event and watch
+    costs the server side), and ``machine_busy``, the share of the machine's cores busy then, every process
+    counted (near 1: the run was bound by the cores, not by waiting). None without binds."""
     if not cpu or bound <= 0 or cpu.get("scheduler") is None:
         return None
     total = cpu["scheduler"]
     figures: dict[str, Any] = {"ms": round(total * 1000 / bound, 3), "ms_after_first_bind": None,
                                "cycle_share": None, "start_up_s": None}
+    if cpu.get("kube_apiserver") is not None and cpu.get("etcd") is not None:
+        figures["control_plane_ms"] = round((cpu["kube_apiserver"] + cpu["etcd"]) * 1000 / bound, 3)
+    wall, cores = cpu.get("wall"), cpu.get("cores")
+    if wall and cores:
+        busy = sum(value for name, value in cpu.items() if name not in ("wall", "cores"))
+        figures["machine_busy"] = round(min(1.0, busy / (wall * cores)), 3)
     if at_first_bind is not None:
         figures["start_up_s"] = round(at_first_bind, 3)
         after = total - at_first_bind

@@ -38,7 +38,8 @@ and ``null`` for the rest)::
      "extension_points_ms": {"Filter": {"mean", "p50", "p99", "count"}, ...},
      "plugins_ms": {"Filter/NodeResourcesFit": {"mean", "count"}, ...},
      "memory": {"peak_rss_mb", "base_rss_mb", "bytes_per_node", "bytes_per_pod"},
-     "cpu_per_pod": {"ms", "ms_after_first_bind", "cycle_share", "start_up_s", "extender_ms"}
+     "cpu_per_pod": {"ms", "ms_after_first_bind", "cycle_share", "start_up_s", "extender_ms",
+                     "control_plane_ms", "machine_busy"}
                     (end to end only: ``scorer.bench.e2e_metrics.cpu_per_pod``),
      "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>",
      "repeats": {"runs", "failed", "cycle_p50_ms": [...], "cycle_p99_ms": [...], "pods_per_second": [...],
