@@ -395,33 +395,37 @@ def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_pass
     assert ahead.take(pod, passed) is None and ahead.enabled
     assert ahead.filtered(pod, passed) and ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[1]")
-    assert ahead.take(other, passed) is None and (ahead.used, ahead.unused) == (0, 1)  # another pod: computed
+    assert ahead.take(pod, passed) == b"[1]" and (ahead.used, ahead.unused, ahead.enabled) == (1, 0, True)
+    assert not ahead.wanted(pod, passed)
+    ahead.store(pod, passed, b"[late]")  # (taken already: a computation that ends late is not kept)
+    # a prioritize of another pod, or of other names: computed as usual, and computing ahead stops ...
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[2]")
-    assert ahead.take(pod, name_list(names, "n2", "n1")) is None  # other names
+    assert ahead.take(other, passed) is None and (ahead.used, ahead.unused, ahead.enabled) == (1, 1, False)
+    assert not ahead.filtered(pod, passed)
+    assert ahead.take(pod, passed) is None and ahead.enabled  # ... until one follows its filter again
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[3]")
-    now[0] += ScoreAhead.MAX_AGE + 0.1
-    assert ahead.take(pod, passed) is None and ahead.unused == 3  # too old
+    assert ahead.take(pod, name_list(names, "n2", "n1")) is None and (ahead.unused, ahead.enabled) == (2, False)
+    # too old: computed again (kube-scheduler did follow, so it stays on)
+    assert not ahead.filtered(pod, passed) and ahead.take(pod, passed) is None
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[4]")
-    assert ahead.take(pod, passed) == b"[4]" and ahead.used == 1
-    assert not ahead.wanted(pod, passed)  # (taken: a late computation is not kept)
-    ahead.store(pod, passed, b"[5]")
-    assert ahead.take(pod, passed) is None and ahead.used == 1
+    now[0] += ScoreAhead.MAX_AGE + 0.1
+    assert ahead.take(pod, passed) is None and (ahead.used, ahead.unused, ahead.enabled) == (1, 3, True)
     # one node passing, names not kept, decisions kept: nothing computed ahead
     assert not ahead.filtered(pod, single) and not ahead.filtered(pod, None)
     assert not ahead.filtered(pod, passed, keeping_decisions=True)
     # a filter not followed by prioritize: the answer is dropped and computing ahead stops
     assert ahead.filtered(pod, passed)
-    ahead.store(pod, passed, b"[6]")
+    ahead.store(pod, passed, b"[5]")
     assert not ahead.filtered(other, passed) and (ahead.unused, ahead.enabled) == (4, False)
-    assert ahead.take(other, passed) is None and ahead.enabled  # ... until one is followed again
+    assert ahead.take(other, passed) is None and ahead.enabled
     # another request before the computation ran: it is not kept
     assert ahead.filtered(pod, passed)
     assert ahead.filtered(other, passed) and not ahead.wanted(pod, passed)
-    ahead.store(pod, passed, b"[7]")
-    assert ahead.take(pod, passed) is None
+    ahead.store(pod, passed, b"[6]")
+    assert ahead.take(pod, passed) is None and ahead.used == 1
 
 
 async def test_prioritize_is_answered_from_what_was_computed_once_filter_answered(aiohttp_client):
@@ -451,6 +455,15 @@ async def test_prioritize_is_answered_from_what_was_computed_once_filter_answere
     await pair(api_pod("web-3"))  # computed ahead for "lone", unused: off for this one
     await pair(api_pod("web-4"))
     assert await counted() == {(("result", "used"),): 3, (("result", "unused"),): 1}
+    # a pod larger than the decoded pods kept is decoded anew for prioritize: one answer computed ahead for
+    # it goes unused, then none is computed
+    for i in range(3):
+        big = api_pod(f"big-{i}")
+        big["metadata"]["annotations"] = {"note": "x" * (PodCache.MAX_POD_BYTES + 1)}
+        _, prioritized = await pair(big)
+        args = read_args(body(["idle", "half"], pod=big))
+        assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
+    assert await counted() == {(("result", "used"),): 3, (("result", "unused"),): 2}
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

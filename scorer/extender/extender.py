@@ -31,9 +31,10 @@ by node name), exactly what a scorer cycle would.
   own Filter and Score plugins see one snapshot per cycle. It is used only for
   the very pod (the same decoded object) and the very names filter passed (the
   same kept array), at most ``ScoreAhead.MAX_AGE`` after it was computed; it is
-  computed only while kube-scheduler does ask prioritize after filter (one
-  filter not followed by it stops it until a prioritize follows its filter
-  again), for more than one passing node, and not while decisions are kept.
+  computed only while kube-scheduler's last prioritize was of what its filter
+  passed (a filter not followed by one, or a prioritize of anything else, stops
+  it until a prioritize follows its filter again), for more than one passing
+  node, and not while decisions are kept.
 
 With ``keep`` > 0 the last ``keep`` decisions are kept for ``/debug/extender``:
 per node, what ``scorer explain`` shows (Filter status, per-plugin scores, the
@@ -293,15 +294,17 @@ class ScoreAhead:
 
     def take(self, pod: Pod, names: NameList | None) -> bytes | None:
         """The answer computed ahead for a prioritize of ``pod`` over ``names``, None when there is none
-        for them (or it is older than ``MAX_AGE``). A prioritize of what the last filter passed turns
-        computing ahead on."""
+        for them (or it is older than ``MAX_AGE``). A prioritize of what the last filter passed (the same
+        decoded pod, the same kept names) turns computing ahead on; any other turns it off: a pod decoded
+        anew for each request (larger than ``PodCache`` keeps) or names not kept never match, and are then
+        not computed twice."""
         last, self._last = self._last, None
-        if last is not None and last[0] is pod and last[1] is names:
-            self.enabled = True
+        follows = last is not None and last[0] is pod and last[1] is names
+        self.enabled = follows
         answer, self._answer = self._answer, None
         if answer is None:
             return None
-        if answer[0] is pod and answer[1] is names and self.clock() - answer[3] <= self.MAX_AGE:
+        if follows and self.clock() - answer[3] <= self.MAX_AGE:  # (an answer is stored for the last filter)
             self.used += 1
             return answer[2]
         self.unused += 1
