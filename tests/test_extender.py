@@ -395,7 +395,7 @@ def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_pass
     assert ahead.take(pod, passed) is None and ahead.enabled
     assert ahead.filtered(pod, passed) and ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[1]")
-    assert ahead.take(pod, passed) == b"[1]" and (ahead.used, ahead.unused, ahead.enabled) == (1, 0, True)
+    assert ahead.take(pod, passed) == (b"[1]", 0) and (ahead.used, ahead.unused, ahead.enabled) == (1, 0, True)
     assert not ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[late]")  # (taken already: a computation that ends late is not kept)
     # a prioritize of another pod, or of other names: computed as usual, and computing ahead stops ...
@@ -464,6 +464,29 @@ async def test_prioritize_is_answered_from_what_was_computed_once_filter_answere
         args = read_args(body(["idle", "half"], pod=big))
         assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
     assert await counted() == {(("result", "used"),): 3, (("result", "unused"),): 2}
+
+
+async def test_unknown_names_scored_ahead_are_counted_only_when_their_answer_is_used(aiohttp_client):
+    service = make_service()
+    client = await aiohttp_client(service.app())
+
+    async def post(verb: str, names: list[str], pod: str) -> list[str] | None:
+        response = await client.post(f"/scheduler/{verb}", data=body(names, pod=api_pod(pod)))
+        answer = orjson.loads(await response.read())
+        await asyncio.sleep(0)
+        return answer["NodeNames"] if verb == "filter" else None
+
+    async def unknown() -> float:
+        return samples(await (await client.get("/metrics")).text(), "scorer_extender_unknown_nodes_total")[()]
+
+    for i in range(2):  # (the first pair turns computing ahead on; the second is answered from it)
+        await post("prioritize", await post("filter", ["idle", "new", "half"], f"p{i}"), f"p{i}")
+    assert await unknown() == 4  # "new" in each of the four requests
+    await post("filter", ["idle", "new", "half"], "lone")  # scored ahead, never asked: not counted
+    assert await unknown() == 5
+    passed = await post("filter", ["idle", "new", "half"], "next")
+    await post("prioritize", passed, "next")
+    assert await unknown() == 7
 
 
 def test_scores_map_to_the_extender_scale_rounding_half_up():

@@ -258,8 +258,9 @@ class ScoreAhead:
     (module docstring, "Scored ahead"). One answer at a time: kube-scheduler asks about one pod at a time.
 
     The caller (``scorer.extender.http``) tells it each filter (``filtered``: whether to compute ahead)
-    and offers each prioritize (``take``: the answer, or None to compute it as usual); ``store`` keeps an
-    answer computed ahead. ``used`` and ``unused`` count the answers taken and those dropped untaken."""
+    and offers each prioritize (``take``: the answer and the node names it found unknown, or None to
+    compute it as usual); ``store`` keeps an answer computed ahead. ``used`` and ``unused`` count the
+    answers taken and those dropped untaken."""
 
     #: An answer computed ahead is not used after this many seconds (kube-scheduler asks within ms).
     MAX_AGE = 1.0
@@ -270,7 +271,7 @@ class ScoreAhead:
         self.used = 0
         self.unused = 0
         self._last: tuple[Pod, NameList] | None = None  # the last filter's pod and passing names
-        self._answer: tuple[Pod, NameList, bytes, float] | None = None
+        self._answer: tuple[Pod, NameList, bytes, int, float] | None = None
 
     def filtered(self, pod: Pod, passed: NameList | None, *, keeping_decisions: bool = False) -> bool:
         """A filter for ``pod`` passed ``passed`` (None: not kept); whether to compute prioritize's answer
@@ -287,12 +288,13 @@ class ScoreAhead:
         came since that filter."""
         return self._last is not None and self._last[0] is pod and self._last[1] is passed
 
-    def store(self, pod: Pod, passed: NameList, answer: bytes) -> None:
-        """Keep ``answer`` for ``pod`` and ``passed``, unless another request came in between."""
+    def store(self, pod: Pod, passed: NameList, answer: bytes, unknown: int = 0) -> None:
+        """Keep ``answer`` for ``pod`` and ``passed`` (``unknown``: how many of the names the cache did not
+        know), unless another request came in between."""
         if self.wanted(pod, passed):
-            self._answer = (pod, passed, answer, self.clock())
+            self._answer = (pod, passed, answer, unknown, self.clock())
 
-    def take(self, pod: Pod, names: NameList | None) -> bytes | None:
+    def take(self, pod: Pod, names: NameList | None) -> tuple[bytes, int] | None:
         """The answer computed ahead for a prioritize of ``pod`` over ``names``, None when there is none
         for them (or it is older than ``MAX_AGE``). A prioritize of what the last filter passed (the same
         decoded pod, the same kept names) turns computing ahead on; any other turns it off: a pod decoded
@@ -304,9 +306,9 @@ class ScoreAhead:
         answer, self._answer = self._answer, None
         if answer is None:
             return None
-        if follows and self.clock() - answer[3] <= self.MAX_AGE:  # (an answer is stored for the last filter)
+        if follows and self.clock() - answer[4] <= self.MAX_AGE:  # (an answer is stored for the last filter)
             self.used += 1
-            return answer[2]
+            return answer[2], answer[3]
         self.unused += 1
         return None
 

@@ -230,18 +230,26 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
         if not ahead.wanted(pod, kept):  # (prioritize, or another filter, came first)
             return
         args = ExtenderArgs(pod, kept.names, None, kept)
+        unknown = [0]  # (counted when the answer is used: the metric counts names in requests)
+        counting, extender.on_unknown = extender.on_unknown, lambda count: unknown.__setitem__(0, unknown[0] + count)
         try:
             answer = names.write_kept(args, extender.prioritize(args))
         except Exception:  # (the prioritize request computes it again and answers what went wrong)
             return
-        ahead.store(pod, kept, answer)
+        finally:
+            extender.on_unknown = counting
+        ahead.store(pod, kept, answer, unknown[0])
 
     def do_prioritize(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
-        answer = ahead.take(args.pod, args.kept)
+        taken = ahead.take(args.pod, args.kept)
         metrics.count_ahead(ahead)
-        if answer is None:
-            answer = names.write_kept(args, extender.prioritize(args))
+        if taken is None:
+            return web.Response(body=names.write_kept(args, extender.prioritize(args)),
+                                content_type="application/json")
+        answer, unknown = taken
+        if unknown:
+            metrics.unknown_nodes.inc(unknown)
         return web.Response(body=answer, content_type="application/json")
 
     app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))
