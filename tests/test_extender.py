@@ -387,7 +387,12 @@ def name_list(names: NodeNames, *listed: str) -> NameList:
 
 def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_passed():
     now = [0.0]
-    ahead, names = ScoreAhead(clock=lambda: now[0]), NodeNames()
+    ends: list[str] = []  # what ScoreAhead counts: "used" or "unused" per answer
+    ahead, names = ScoreAhead(ends.append, clock=lambda: now[0]), NodeNames()
+
+    def counts() -> tuple[int, int, bool]:
+        return ends.count("used"), ends.count("unused"), ahead.enabled
+
     pod, other = pod_from_dict(api_pod("a")), pod_from_dict(api_pod("b"))
     passed, single = name_list(names, "n1", "n2"), name_list(names, "n1")
     # off until kube-scheduler is seen asking prioritize about what its filter passed
@@ -395,37 +400,37 @@ def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_pass
     assert ahead.take(pod, passed) is None and ahead.enabled
     assert ahead.filtered(pod, passed) and ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[1]")
-    assert ahead.take(pod, passed) == (b"[1]", 0) and (ahead.used, ahead.unused, ahead.enabled) == (1, 0, True)
+    assert ahead.take(pod, passed) == (b"[1]", 0) and counts() == (1, 0, True)
     assert not ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[late]")  # (taken already: a computation that ends late is not kept)
     # a prioritize of another pod, or of other names: computed as usual, and computing ahead stops ...
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[2]")
-    assert ahead.take(other, passed) is None and (ahead.used, ahead.unused, ahead.enabled) == (1, 1, False)
+    assert ahead.take(other, passed) is None and counts() == (1, 1, False)
     assert not ahead.filtered(pod, passed)
     assert ahead.take(pod, passed) is None and ahead.enabled  # ... until one follows its filter again
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[3]")
-    assert ahead.take(pod, name_list(names, "n2", "n1")) is None and (ahead.unused, ahead.enabled) == (2, False)
+    assert ahead.take(pod, name_list(names, "n2", "n1")) is None and (ends.count("unused"), ahead.enabled) == (2, False)
     # too old: computed again (kube-scheduler did follow, so it stays on)
     assert not ahead.filtered(pod, passed) and ahead.take(pod, passed) is None
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[4]")
     now[0] += ScoreAhead.MAX_AGE + 0.1
-    assert ahead.take(pod, passed) is None and (ahead.used, ahead.unused, ahead.enabled) == (1, 3, True)
+    assert ahead.take(pod, passed) is None and counts() == (1, 3, True)
     # one node passing, names not kept, decisions kept: nothing computed ahead
     assert not ahead.filtered(pod, single) and not ahead.filtered(pod, None)
     assert not ahead.filtered(pod, passed, keeping_decisions=True)
     # a filter not followed by prioritize: the answer is dropped and computing ahead stops
     assert ahead.filtered(pod, passed)
     ahead.store(pod, passed, b"[5]")
-    assert not ahead.filtered(other, passed) and (ahead.unused, ahead.enabled) == (4, False)
+    assert not ahead.filtered(other, passed) and (ends.count("unused"), ahead.enabled) == (4, False)
     assert ahead.take(other, passed) is None and ahead.enabled
     # another request before the computation ran: it is not kept
     assert ahead.filtered(pod, passed)
     assert ahead.filtered(other, passed) and not ahead.wanted(pod, passed)
     ahead.store(pod, passed, b"[6]")
-    assert ahead.take(pod, passed) is None and ahead.used == 1
+    assert ahead.take(pod, passed) is None and ends.count("used") == 1
 
 
 async def test_prioritize_is_answered_from_what_was_computed_once_filter_answered(aiohttp_client):

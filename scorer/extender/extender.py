@@ -259,17 +259,17 @@ class ScoreAhead:
 
     The caller (``scorer.extender.http``) tells it each filter (``filtered``: whether to compute ahead)
     and offers each prioritize (``take``: the answer and the node names it found unknown, or None to
-    compute it as usual); ``store`` keeps an answer computed ahead. ``used`` and ``unused`` count the
-    answers taken and those dropped untaken."""
+    compute it as usual); ``store`` keeps an answer computed ahead. ``counted`` is told each answer's end:
+    ``"used"`` (taken) or ``"unused"`` (dropped untaken)."""
 
     #: An answer computed ahead is not used after this many seconds (kube-scheduler asks within ms).
     MAX_AGE = 1.0
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, counted: Callable[[str], object] = lambda result: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.counted = counted
         self.clock = clock
         self.enabled = False  # kube-scheduler followed its last filter with a prioritize of what passed
-        self.used = 0
-        self.unused = 0
         self._last: tuple[Pod, NameList] | None = None  # the last filter's pod and passing names
         self._answer: tuple[Pod, NameList, bytes, int, float] | None = None
 
@@ -278,7 +278,7 @@ class ScoreAhead:
         for them now. An answer computed for the filter before that was not asked for stops it."""
         if self._answer is not None:
             self._answer = None
-            self.unused += 1
+            self.counted("unused")
             self.enabled = False
         self._last = (pod, passed) if passed is not None else None
         return self.enabled and passed is not None and len(passed.names) > 1 and not keeping_decisions
@@ -307,9 +307,9 @@ class ScoreAhead:
         if answer is None:
             return None
         if follows and self.clock() - answer[4] <= self.MAX_AGE:  # (an answer is stored for the last filter)
-            self.used += 1
+            self.counted("used")
             return answer[2], answer[3]
-        self.unused += 1
+        self.counted("unused")
         return None
 
 

@@ -85,18 +85,14 @@ class ExtenderMetrics:
         self._children = {(verb, result): self.requests.labels(verb, result) for verb in VERBS for result in RESULTS}
         self._durations = {verb: self.duration.labels(verb) for verb in VERBS}
         self._ahead = {result: self.scored_ahead.labels(result) for result in AHEAD_RESULTS}
-        self._ahead_counted = {result: 0 for result in AHEAD_RESULTS}
 
     def observe(self, verb: str, result: str, seconds: float) -> None:
         self._children[verb, result].inc()
         self._durations[verb].observe(seconds)
 
-    def count_ahead(self, ahead: ScoreAhead) -> None:
-        """Bring ``scorer_extender_scored_ahead_total`` up to ``ahead``'s counts."""
-        for result, total in (("used", ahead.used), ("unused", ahead.unused)):
-            if total != self._ahead_counted[result]:
-                self._ahead[result].inc(total - self._ahead_counted[result])
-                self._ahead_counted[result] = total
+    def count_ahead(self, result: str) -> None:
+        """One answer scored ahead ``used`` or ``unused`` (``ScoreAhead.counted``)."""
+        self._ahead[result].inc()
 
 
 class _AnswerThen(web.Response):
@@ -185,7 +181,7 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
     bodies = _Bodies(body_timeout)
     # (filter then prioritize: the same pod, the names it passed)
     pods, names = PodCache(watched_pods), extender.names
-    ahead = ScoreAhead()
+    ahead = ScoreAhead(metrics.count_ahead)
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str, handle: Callable[[bytes | bytearray], web.Response]) -> Callable[[web.Request],
@@ -221,7 +217,6 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
         answer = orjson.dumps(filter_result(args, passed, failed, unresolvable))
         pod, kept = args.pod, extender.last_passed
         go = ahead.filtered(pod, kept, keeping_decisions=extender.decisions is not None)
-        metrics.count_ahead(ahead)
         if not go or kept is None:
             return web.Response(body=answer, content_type="application/json")
         return _AnswerThen(body=answer, then=lambda: score_ahead(pod, kept))
@@ -230,20 +225,19 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
         if not ahead.wanted(pod, kept):  # (prioritize, or another filter, came first)
             return
         args = ExtenderArgs(pod, kept.names, None, kept)
-        unknown = [0]  # (counted when the answer is used: the metric counts names in requests)
-        counting, extender.on_unknown = extender.on_unknown, lambda count: unknown.__setitem__(0, unknown[0] + count)
+        unknown: list[int] = []  # (counted when the answer is used: the metric counts names in requests)
+        counting, extender.on_unknown = extender.on_unknown, unknown.append
         try:
             answer = names.write_kept(args, extender.prioritize(args))
         except Exception:  # (the prioritize request computes it again and answers what went wrong)
             return
         finally:
             extender.on_unknown = counting
-        ahead.store(pod, kept, answer, unknown[0])
+        ahead.store(pod, kept, answer, sum(unknown))
 
     def do_prioritize(body: bytes | bytearray) -> web.Response:
         args = read_args(body, pods, names)
         taken = ahead.take(args.pod, args.kept)
-        metrics.count_ahead(ahead)
         if taken is None:
             return web.Response(body=names.write_kept(args, extender.prioritize(args)),
                                 content_type="application/json")
