@@ -169,6 +169,10 @@ def test_repeat_keeps_the_run_with_the_median_p50_and_lists_every_run() -> None:
     assert failed["error"] == "a" and failed["repeats"]["failed"] == 2
 
 
+def median_e2e(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return command.median_run(runs, command.E2E_REPEAT_FIGURES)
+
+
 def test_end_to_end_repeats_keep_the_run_with_the_median_rate_and_list_every_run() -> None:
     def run(rate: float | None, first: float = 0.5, error: str | None = None) -> dict[str, Any]:
         return {"throughput": {"pods_per_second": rate, "pods_per_second_from_start": rate and rate / 2,
@@ -177,15 +181,15 @@ def test_end_to_end_repeats_keep_the_run_with_the_median_rate_and_list_every_run
                 "cycle_ms": {"p50": 0.3}, "error": error}
 
     single = run(900)
-    assert command.median_e2e_run([single]) is single and "repeats" not in single
-    chosen = command.median_e2e_run([run(1000, 0.4), run(800, 0.6), run(None, error="boom"), run(1200, 0.5)])
+    assert median_e2e([single]) is single and "repeats" not in single
+    chosen = median_e2e([run(1000, 0.4), run(800, 0.6), run(None, error="boom"), run(1200, 0.5)])
     assert chosen["throughput"]["pods_per_second"] == 1000 and chosen["throughput"]["first_bind_after_start_s"] == 0.4
     assert chosen["repeats"] == {
         "runs": 4, "failed": 1, "pods_per_second": [1000, 800, 1200], "pods_per_second_from_start": [500, 400, 600],
         "first_bind_after_start_s": [0.4, 0.6, 0.5], "cpu_ms_per_pod": [0.7] * 3,
         "cpu_ms_per_pod_after_first_bind": [0.6] * 3, "extender_cpu_ms_per_pod": [None] * 3,
         "cycle_p50_ms": [0.3] * 3}
-    assert command.median_e2e_run([run(None, error="a"), run(None, error="b")])["error"] == "a"
+    assert median_e2e([run(None, error="a"), run(None, error="b")])["error"] == "a"
 
 
 def test_end_to_end_repeats_run_in_rounds_of_every_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -336,7 +336,7 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
             for job, runs in zip(group, by_job, strict=True):
                 progress.step(_label(job) + suffix(k))
                 runs.append(_run_e2e(job, options))
-        points.extend(_noted(median_e2e_run(runs), progress) for runs in by_job)
+        points.extend(_noted(median_run(runs, E2E_REPEAT_FIGURES), progress) for runs in by_job)
     progress.done()
     ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
     if options.cluster is not None and ignored:
@@ -345,21 +345,46 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
     return points
 
 
-def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run whose cycle p50 is the median (the lower one of an even count) among the runs that did not
-    fail (the first run when every one failed), with ``repeats``, every run's figures, when there are
-    several: the figures stay those of one real run, and the repeats show the run-to-run noise."""
+#: What ``--repeat`` lists of every run of an in-process point: (name, path in the point); the median run is
+#: the one of the first figure's median.
+REPEAT_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cycle_p50_ms", ("cycle_ms", "p50")),
+    ("cycle_p99_ms", ("cycle_ms", "p99")),
+    ("pods_per_second", ("throughput", "pods_per_second")),
+    ("peak_rss_mb", ("memory", "peak_rss_mb")),
+)
+#: The same for an end-to-end point: the median of pods/s (first to last bind).
+E2E_REPEAT_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pods_per_second", ("throughput", "pods_per_second")),
+    ("pods_per_second_from_start", ("throughput", "pods_per_second_from_start")),
+    ("first_bind_after_start_s", ("throughput", "first_bind_after_start_s")),
+    ("cpu_ms_per_pod", ("cpu_per_pod", "ms")),
+    ("cpu_ms_per_pod_after_first_bind", ("cpu_per_pod", "ms_after_first_bind")),
+    ("extender_cpu_ms_per_pod", ("cpu_per_pod", "extender_ms")),
+    ("cycle_p50_ms", ("cycle_ms", "p50")),
+)
+
+
+def median_run(runs: list[dict[str, Any]],
+               figures: tuple[tuple[str, tuple[str, ...]], ...] = REPEAT_FIGURES) -> dict[str, Any]:
+    """The run whose first figure (``figures``: the cycle p50 in process, pods/s end to end) is the median (the
+    lower one of an even count) among the runs that did not fail and have it (the first run when none does),
+    with ``repeats``, every such run's ``figures``, when there are several: the figures stay those of one
+    real run, and the repeats show the run-to-run noise."""
     if len(runs) == 1:
         return runs[0]
-    ok = [run for run in runs if not run.get("error") and (run.get("cycle_ms") or {}).get("p50") is not None]
-    chosen = dict(sorted(ok, key=lambda run: run["cycle_ms"]["p50"])[(len(ok) - 1) // 2] if ok else runs[0])
-    chosen["repeats"] = {
-        "runs": len(runs), "failed": len(runs) - len(ok),
-        "cycle_p50_ms": [run["cycle_ms"]["p50"] for run in ok],
-        "cycle_p99_ms": [run["cycle_ms"].get("p99") for run in ok],
-        "pods_per_second": [(run.get("throughput") or {}).get("pods_per_second") for run in ok],
-        "peak_rss_mb": [(run.get("memory") or {}).get("peak_rss_mb") for run in ok],
-    }
+
+    def figure(run: dict[str, Any], path: tuple[str, ...]) -> Any:
+        value: Any = run
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    ranked = figures[0][1]
+    ok = [run for run in runs if not run.get("error") and figure(run, ranked) is not None]
+    chosen = dict(sorted(ok, key=lambda run: figure(run, ranked))[(len(ok) - 1) // 2] if ok else runs[0])
+    chosen["repeats"] = {"runs": len(runs), "failed": len(runs) - len(ok),
+                         **{name: [figure(run, path) for run in ok] for name, path in figures}}
     return chosen
 
 
@@ -380,39 +405,6 @@ def e2e_rounds(e2e_jobs: Sequence[Job]) -> list[list[Job]]:
         else:
             groups.append([job])
     return groups
-
-
-#: What ``median_e2e_run`` lists of every run of an end-to-end point: (name, path in the point).
-E2E_REPEAT_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pods_per_second", ("throughput", "pods_per_second")),
-    ("pods_per_second_from_start", ("throughput", "pods_per_second_from_start")),
-    ("first_bind_after_start_s", ("throughput", "first_bind_after_start_s")),
-    ("cpu_ms_per_pod", ("cpu_per_pod", "ms")),
-    ("cpu_ms_per_pod_after_first_bind", ("cpu_per_pod", "ms_after_first_bind")),
-    ("extender_cpu_ms_per_pod", ("cpu_per_pod", "extender_ms")),
-    ("cycle_p50_ms", ("cycle_ms", "p50")),
-)
-
-
-def median_e2e_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run whose pods/s (first to last bind) is the median (the lower one of an even count) among the
-    runs that did not fail (the first run when every one failed), with ``repeats``, every run's figures
-    (``E2E_REPEAT_FIGURES``), when there are several."""
-    if len(runs) == 1:
-        return runs[0]
-
-    def figure(run: dict[str, Any], path: tuple[str, ...]) -> Any:
-        value: Any = run
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        return value
-
-    ok = [run for run in runs if not run.get("error") and figure(run, ("throughput", "pods_per_second")) is not None]
-    by_rate = sorted(ok, key=lambda run: figure(run, ("throughput", "pods_per_second")))
-    chosen = dict(by_rate[(len(by_rate) - 1) // 2] if ok else runs[0])
-    chosen["repeats"] = {"runs": len(runs), "failed": len(runs) - len(ok),
-                         **{name: [figure(run, path) for run in ok] for name, path in E2E_REPEAT_FIGURES}}
-    return chosen
 
 
 def _run_e2e(job: Job, options: BenchOptions) -> dict[str, Any]:
