@@ -3,6 +3,7 @@ end-to-end points against the real API server (marked ``kube``) with scorer and 
 
 from __future__ import annotations
 
+import socket
 import stat
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from kubekit import kube_binaries, kube_controller_manager_binary, kube_scheduler_binary
 
-from scorer.bench import e2e, e2e_config
+from scorer.bench import controlplane, e2e, e2e_config
 from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec, Setup
 from scorer.bench.workloads import workload_from_data
@@ -406,3 +407,18 @@ def test_volume_workloads_bind_end_to_end(shape: str, scheduler: str) -> None:
     assert point["error"] is None, point
     assert (point["bound"], point["unscheduled"]) == (6, 0) and point["check"]["outcome"] == "complete"
     assert point["load_s"]["volumes_synced"] >= 0 and point["cpu_seconds"]["kube_controller_manager"] >= 0
+
+
+def test_free_ports_are_picked_below_the_ephemeral_range(tmp_path: Path) -> None:
+    # (a port the kernel hands out for port 0 is where outgoing connections take theirs: it may be gone
+    # before the listener starts)
+    low = controlplane.ephemeral_low()
+    ports = {controlplane.free_port() for _ in range(20)}
+    assert all(max(1024, low - controlplane.PORTS_BELOW_EPHEMERAL) <= port < low for port in ports)
+    assert len(ports) > 1
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # free when picked
+    (tmp_path / "range").write_text("40000\t60999\n")
+    assert controlplane.ephemeral_low(str(tmp_path / "range")) == 40000
+    assert controlplane.ephemeral_low(str(tmp_path / "missing")) == controlplane.EPHEMERAL_LOW

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import shutil
 import socket
 import ssl
@@ -103,8 +104,36 @@ def kube_binaries() -> KubeBinaries:
                         openssl=str(found["openssl"]), scheduler=find_binary("kube-scheduler"))
 
 
+#: Where the kernel's local ports of outgoing connections start when /proc does not say (Linux's default).
+EPHEMERAL_LOW = 32768
+#: How many ports below the ephemeral range ``free_port`` picks from.
+PORTS_BELOW_EPHEMERAL = 12000
+_RANDOM = random.SystemRandom()
+
+
+def ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The first port of the kernel's range for the local ports of outgoing connections."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return EPHEMERAL_LOW
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
+    """A TCP port free on 127.0.0.1 right now, picked below the kernel's ephemeral range: a port the kernel
+    hands out (binding port 0) is in that range, where every outgoing connection also takes its local port,
+    so one of the API server's connections to etcd could take it before the process meant to listen there
+    starts ("address already in use"). From the ephemeral range when none below it is free."""
+    high = ephemeral_low()
+    low = max(1024, high - PORTS_BELOW_EPHEMERAL)
+    for _ in range(64 if high > low else 0):
+        port = _RANDOM.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
