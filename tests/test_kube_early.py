@@ -10,13 +10,17 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from test_config_catalog import full_catalog
 from test_kube_reflector import Cluster, Recorder, in_step, pods_reflector, running, until
 
+from scorer.config import load_config
 from scorer.kube import early
 from scorer.kube.apiresources import RESOURCES
 from scorer.kube.client import ApiClient, ApiUnavailable, EarlyApiStream, RestClientMetrics
 from scorer.kube.config import AccessChoice
 from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
+from scorer.service.build import resolve_access
+from scorer.service.options import ServiceOptions
 
 kube = pytest.mark.kube
 
@@ -34,10 +38,10 @@ current-context: x
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["run", "--config", "c.yaml", "--kubeconfig", "k"], ("k", None)),
-    (["run", "--kubeconfig=k", "--context=ctx"], ("k", "ctx")),
-    (["run", "--context", "ctx"], (None, "ctx")),
-    (["run", "--kubeconfig"], (None, None)),
+    (["run", "--config", "c.yaml", "--kubeconfig", "k"], ("k", None, "c.yaml")),
+    (["run", "--kubeconfig=k", "--context=ctx"], ("k", "ctx", None)),
+    (["run", "--context", "ctx", "--config=c.yaml"], (None, "ctx", "c.yaml")),
+    (["run", "--kubeconfig"], (None, None, None)),
     (["run", "--kubeconfig", "k", "--help"], None),
     (["run", "-h"], None),
     (["simulate", "--kubeconfig", "k"], None),
@@ -51,6 +55,39 @@ def test_nothing_is_asked_when_the_access_cannot_be_loaded(tmp_path: Path) -> No
     assert early.start(["run", "--kubeconfig", str(tmp_path / "missing")]) is None
     (tmp_path / "bad").write_text("clusters: 5\n")
     assert early.start(["run", "--kubeconfig", str(tmp_path / "bad")]) is None
+
+
+def test_the_kubeconfig_a_configuration_file_names_is_asked_early(tmp_path: Path) -> None:
+    """kubeadm-style: ``--config`` whose ``clientConnection.kubeconfig`` names the access, no ``--kubeconfig``;
+    the early lists use it, and the service's own choice (``resolve_access``) takes them."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    access = kubeconfig(tmp_path, f"http://127.0.0.1:{port}")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"apiVersion: kubescheduler.config.k8s.io/v1beta1\nkind: KubeSchedulerConfiguration\n"
+                      f"clientConnection:\n  kubeconfig: {access}\n")
+    lists = early.start(["run", "--config", str(config)])
+    assert lists is not None and lists.choice == AccessChoice(str(access))
+    options = ServiceOptions(str(config), early_lists=lists)
+    taken, kept = resolve_access(options, load_config(str(config), full_catalog()))
+    assert kept is lists and taken is lists.access
+    lists.discard()
+    # --kubeconfig overrides the file, here as in the service
+    (tmp_path / "other").mkdir()
+    other = kubeconfig(tmp_path / "other", f"http://127.0.0.1:{port}")
+    lists = early.start(["run", "--config", str(config), "--kubeconfig", str(other)])
+    assert lists is not None and lists.choice == AccessChoice(str(other))
+    lists.discard()
+
+
+@pytest.mark.parametrize("text", ["clientConnection: [1]\n", "clientConnection: {kubeconfig: 5}\n", "- a\n",
+                                  "a: [\n", "clientConnection: {kubeconfig: ''}\n"])
+def test_a_configuration_naming_no_kubeconfig_leaves_the_default(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    assert early.configured_kubeconfig(str(config)) is None
+    assert early.configured_kubeconfig(str(tmp_path / "missing.yaml")) is None
 
 
 def test_the_early_lists_are_the_reflectors_read_at_one_path() -> None:

@@ -328,9 +328,11 @@ class SyncRecorder(Recorder):
         super().__init__()
         self.reflector = reflector
         self.synced_at_add: dict[str, bool] = {}
+        self.delivered_at_add: set[bool] = set()
 
     def on_pod_add(self, pod: Any) -> None:
         self.synced_at_add[pod.key] = self.reflector.has_synced()
+        self.delivered_at_add.add(self.reflector.has_delivered())
         super().on_pod_add(pod)
 
 
@@ -356,6 +358,8 @@ async def test_the_first_list_delivers_waiting_pods_after_the_sync_highest_prior
     assert recorder.synced_at_add == {"ns/bound": False, "ns/nominated": False, "ns/done": False,
                                       "ns/high-1": True, "ns/high-2": True, "ns/low": True, "ns/none": True,
                                       "ns/neg": True}
+    # Ready (/readyz) once the waiting pods were delivered too, as kube-scheduler once its informers synced.
+    assert recorder.delivered_at_add == {False} and reflector.has_delivered()
     # The watch starts once every waiting pod was delivered, from the list's resourceVersion.
     assert [(kind, params.get("resourceVersion")) for kind, params in client.calls] == [("list", "0"),
                                                                                        ("watch", "10")]

@@ -31,6 +31,7 @@ class GatedSource:
     def __init__(self, cluster: InMemoryCluster) -> None:
         self.cluster = cluster
         self.gate = asyncio.Event()
+        self.delivered = True  # False: the pods waiting to be scheduled are still being delivered after the sync
 
     def release(self) -> None:
         self.gate.set()
@@ -41,6 +42,9 @@ class GatedSource:
 
     def has_synced(self) -> bool:
         return self.cluster.has_synced()
+
+    def has_delivered(self) -> bool:
+        return self.delivered and self.cluster.has_delivered()
 
     async def wait_for_sync(self) -> None:
         await self.gate.wait()
@@ -163,6 +167,21 @@ async def test_readyz_fails_until_the_caches_synced(aiohttp_client):
     assert cluster.binds == 0
     source.release()
     await wait_for(lambda: cluster.binds == 2)
+    assert (await client.get("/readyz")).status == 200
+
+
+async def test_readyz_waits_for_the_pods_delivered_after_the_sync(aiohttp_client):
+    """The scheduling loop starts at the sync, while the waiting pods of the first list are still being
+    delivered; /readyz passes once they all were (kube-scheduler: once its informers synced)."""
+    service, cluster, source = make_service(pods=2, gated=True)
+    source.delivered = False
+    client = await aiohttp_client(service.app())
+    source.release()
+    await wait_for(lambda: cluster.binds == 2)  # scheduling already
+    response = await client.get("/readyz")
+    assert response.status == 503
+    assert "[-]informer-sync failed: waiting for the caches to sync" in await response.text()
+    source.delivered = True
     assert (await client.get("/readyz")).status == 200
 
 

@@ -84,8 +84,11 @@ class ClusterSource(Protocol):
         then each change, until cancelled. Reconnects and re-lists are the source's business."""
 
     def has_synced(self) -> bool:
-        """True once the initial list has been delivered (for ``/readyz``; the
-        scheduling loop should not start before)."""
+        """True once the initial list has been delivered, but for pods that only
+        wait to be scheduled, which may follow (the scheduling loop starts then)."""
+
+    def has_delivered(self) -> bool:
+        """True once the initial list has been delivered in full (``/readyz``)."""
 
     async def wait_for_sync(self) -> None:
         """Return once ``has_synced()`` is true."""

@@ -252,6 +252,9 @@ class InMemoryCluster:
     def has_synced(self) -> bool:
         return self._synced.is_set()
 
+    def has_delivered(self) -> bool:
+        return self._synced.is_set()  # (every object is delivered before the sync)
+
     async def wait_for_sync(self) -> None:
         await self._synced.wait()
 

@@ -12,8 +12,10 @@ arrive, as they would read their own.
 Only what the service would ask itself is taken: the same API access (``AccessChoice``: the same
 kubeconfig and context, or in cluster; the service takes the access loaded here rather than loading it
 again), the same path and query (a first list from the watch cache, ``list_params``) and the same user
-agent. Anything else and the answers are dropped unread (``discard``): a configuration that names
-another kubeconfig, a reflector with another page size. Each answer is taken once. A request that failed
+agent. The kubeconfig is ``--kubeconfig``, else the configuration file's ``clientConnection.kubeconfig``
+(``--config``, read here for that field alone; kubeadm-style set-ups name it there), else what the
+service would choose. Anything else and the answers are dropped unread (``discard``): a configuration
+read otherwise by the service, a reflector with another page size. Each answer is taken once. A request that failed
 before its answer's head is not retried here: the reflector asks again, as it would have. A failure
 while the body arrives is the reflector's, as with its own request (it lists again).
 
@@ -191,16 +193,32 @@ class EarlyLists:
         self.answers.clear()
 
 
-def run_options(argv: Sequence[str]) -> tuple[str | None, str | None] | None:
-    """``--kubeconfig`` and ``--context`` of a ``scorer run`` command line; None for any other command."""
+def run_options(argv: Sequence[str]) -> tuple[str | None, str | None, str | None] | None:
+    """``--kubeconfig``, ``--context`` and ``--config`` of a ``scorer run`` command line; None for any other
+    command."""
     if not argv or argv[0] != "run" or "-h" in argv or "--help" in argv:
         return None
-    found: dict[str, str | None] = {"--kubeconfig": None, "--context": None}
+    found: dict[str, str | None] = {"--kubeconfig": None, "--context": None, "--config": None}
     for i, arg in enumerate(argv):
         name, eq, value = arg.partition("=")
         if name in found:
             found[name] = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return found["--kubeconfig"], found["--context"]
+    return found["--kubeconfig"], found["--context"], found["--config"]
+
+
+def configured_kubeconfig(config: str) -> str | None:
+    """The configuration file's ``clientConnection.kubeconfig``; None when it names none or cannot be read
+    here (the service reads the file itself and reports what is wrong with it)."""
+    import yaml  # (the service loads it anyway: only a command line with --config and no --kubeconfig waits)
+
+    try:
+        with open(config, "rb") as file:
+            document = yaml.load(file, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    connection = document.get("clientConnection") if isinstance(document, dict) else None
+    kubeconfig = connection.get("kubeconfig") if isinstance(connection, dict) else None
+    return kubeconfig if isinstance(kubeconfig, str) and kubeconfig else None
 
 
 def start(argv: Sequence[str]) -> EarlyLists | None:
@@ -208,8 +226,11 @@ def start(argv: Sequence[str]) -> EarlyLists | None:
     options = run_options(argv)
     if options is None:
         return None
+    kubeconfig, kube_context, config = options
+    if not kubeconfig and config:
+        kubeconfig = configured_kubeconfig(config)
     try:
-        choice = choose_access(*options)
+        choice = choose_access(kubeconfig, kube_context)
         access = choice.load()
         context = access.ssl_context()
     except (InputError, OSError, ValueError):  # (the service reports it as it builds)

@@ -80,8 +80,9 @@ client-go's reflector and informer do (reference ``kubernetes-api-client.md``
   and when it last had an event or bookmark, e.g. ``watching (listed
   2026-11-27T10:00:01Z, 35s ago; watch opened 12s ago, last event 0.2s
   ago)``; while backing off, the failure, the next try and for how long it
-  has been failing. Readiness is unchanged (kube-scheduler's): synced once
-  the first list was delivered, whatever happens after.
+  has been failing. Readiness is kube-scheduler's: ready once the first
+  list was delivered in full (``has_delivered``: the waiting pods delivered
+  after the sync too), whatever happens after.
 * **Malformed objects** (the decoder's ``ModelError``: a bad quantity, an
   unknown enum value) are logged once per object and resourceVersion, counted
   and passed to ``on_invalid``: a new one is not delivered, an invalid update
@@ -395,6 +396,7 @@ class Reflector:
         self._handlers: BoundHandlers | None = None
         self._invalid: dict[str, str] = {}  # key -> the resourceVersion already reported invalid
         self._synced = asyncio.Event()
+        self._delivered = False  # the first list delivered in full, its deferred objects too
         self._frozen = False
         self._state = "not started"
         # For state(): wall-clock times (None: not yet), and the backoff under way (monotonic).
@@ -418,6 +420,11 @@ class Reflector:
     def has_synced(self) -> bool:
         """True once the first list was delivered."""
         return self._synced.is_set()
+
+    def has_delivered(self) -> bool:
+        """True once the first list was delivered in full: after the sync, once the objects it deferred
+        (the waiting pods) were delivered too (kube-scheduler's informer sync, for ``/readyz``)."""
+        return self._delivered
 
     async def wait_for_sync(self) -> None:
         await self._synced.wait()
@@ -553,6 +560,7 @@ class Reflector:
             self._replace({})
         self._last_sync.set(time.time())
         self._synced.set()
+        self._delivered = True
         self._in_step()
         idle = asyncio.Event()  # never set
         while True:
@@ -611,6 +619,7 @@ class Reflector:
         self._synced.set()
         if deferred:
             await self._deliver_deferred(deferred)
+        self._delivered = True
         if not self._frozen:
             gc.freeze()  # the first cache is long-lived: keep it out of every later collection
             self._frozen = True

@@ -10,7 +10,7 @@ delivered only after the one before it (``resources`` order), so the
 handlers see every namespace, then every workload, then every node, then
 every storage object, then every pod, as the ``ClusterSource`` contract says
 (the storage objects are there before the pods that use them); then all
-watches run side by side. ``has_synced`` waits for every one of them; a
+watches run side by side. ``has_synced`` waits for every one of them (``has_delivered`` for their deferred pods too); a
 resource the server does not serve at all (CSIStorageCapacities on most
 1.20 servers) counts as synced with no objects. Everything runs on the caller's event loop: the handlers are
 synchronous and need no locking.
@@ -118,6 +118,10 @@ class ApiSource:
     def has_synced(self) -> bool:
         """True once every resource's first list was delivered."""
         return all(reflector.has_synced() for reflector in self.reflectors.values())
+
+    def has_delivered(self) -> bool:
+        """True once every resource's first list was delivered in full (``Reflector.has_delivered``)."""
+        return all(reflector.has_delivered() for reflector in self.reflectors.values())
 
     async def wait_for_sync(self) -> None:
         for reflector in self.reflectors.values():

@@ -190,7 +190,7 @@ class Service:
 
     # -- health -------------------------------------------------------------------
     def _check_synced(self) -> str | None:
-        if self.source.has_synced():
+        if self.source.has_delivered():
             return None
         waiting = [f"{name} {state}" for name, state in (self.source_status() if self.source_status else {}).items()]
         return "waiting for the caches to sync" + (f" ({'; '.join(waiting)})" if waiting else "")
