@@ -33,7 +33,7 @@ import orjson
 import yaml
 
 from scorer import __version__
-from scorer.bench import command as bench
+from scorer.bench import options as bench_options
 from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
 from scorer.explain import explain_pod, format_table, is_manifest_ref, pod_from_manifest
@@ -265,13 +265,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """The capacity-planning bench (``scorer.bench.command``): table and summary on stdout, progress on stderr."""
+    """The capacity-planning bench (``scorer.bench.command``): table and summary on stdout, progress on stderr.
+    The bench is loaded here, not with this module: no other command pays its import."""
+    from scorer.bench import command as bench
 
     def out(text: str) -> None:
         for line in text.split("\n"):
             _out(escape(line))
 
-    return bench.run_bench(bench.options_from_args(args), out, lambda line: _err(escape(line)))
+    return bench.run_bench(bench_options.options_from_args(args), out, lambda line: _err(escape(line)))
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -393,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="the capacity-planning bench: pods/s, cycle latency and memory as the cluster "
                                      "grows, in process or end to end, side by side with kube-scheduler")
-    bench.add_arguments(p)
+    bench_options.add_arguments(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("config", help="configuration tools")

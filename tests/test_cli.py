@@ -657,3 +657,15 @@ def test_explain_and_simulate_show_the_volume_decisions(capsys, tmp_path):
     assert placement["node"] == "n2" and placement["volumes"] == {"data-db-0": "pv-n2"}
     code, out, _ = run(capsys, "simulate", "--cluster", str(path))
     assert "volumes: data-db-0->pv-n2" in out
+
+
+def test_the_command_loads_the_bench_only_to_run_it():
+    """``scorer run`` (every command but ``bench``) is built without loading the bench's modules: only its
+    options (``scorer.bench.options``) come with the parser."""
+    import subprocess
+    import sys
+
+    code = ("import sys, scorer.cli; scorer.cli.build_parser().parse_args(['bench', '--e2e']); "
+            "print(sorted(m for m in sys.modules if m.startswith('scorer.bench.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "['scorer.bench.options']"

@@ -18,7 +18,9 @@ Where each stage lives:
   is read of the processes and their ``/metrics``).
 - ``report``, ``resultfile``, ``plots``, ``progress``: the terminal table, the JSON result, the
   log-log fits, ``--compare``, the capacity-planning summary, the PNG plots.
-- ``command``: the sweep behind ``scorer bench``.
+- ``command``: the sweep behind ``scorer bench``; ``options``: its command line (the
+  parser's options and ``BenchOptions``), all that ``scorer.cli`` loads of the bench
+  until the command runs.
 - ``overhead``: what some plugins add to the cycle, their blocks of cycles
   alternated with the rest's in one process (``python -m scorer.bench.overhead``).
 """

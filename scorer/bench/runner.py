@@ -68,6 +68,7 @@ import orjson
 
 from scorer.assembly import Assembly, assemble, gc_tuned
 from scorer.bench.clusters import ZONE, build_setup
+from scorer.bench.options import DEFAULT_TIMEOUT
 from scorer.bench.snapshot import load_cluster_setup
 from scorer.bench.spec import PointSpec, Setup, throughput
 from scorer.bench.workloads import Workload, workload_from_data
@@ -82,7 +83,6 @@ BLOCKS = 5
 MIB = 1 << 20
 EXTENSION_POINT_HISTOGRAM = "scheduler_framework_extension_point_duration_seconds"
 PLUGIN_HISTOGRAM = "scheduler_plugin_execution_duration_seconds"
-DEFAULT_TIMEOUT = 1800.0
 
 # The metric-driven profile: the default plugins plus the two contrib metric plugins.
 METRICS_CONFIG: dict[str, Any] = {

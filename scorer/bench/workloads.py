@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import attrs
 
+from scorer.bench.options import MAX_NODES
 from scorer.config.convert import structure_into, unstructure
 from scorer.config.text import read_file
 from scorer.errors import ConfigError, QuantityError
@@ -54,7 +55,6 @@ Shape = Literal[
 ]
 SHAPES: tuple[str, ...] = Shape.__args__  # type: ignore[attr-defined]
 BUILT_IN_PROFILES = ("default", "metrics")
-MAX_NODES = 1_000_000
 
 
 def _quantity_errors(field: str, value: str) -> list[tuple[str, str]]:
