@@ -110,6 +110,52 @@ async def test_an_unreachable_server_leaves_the_list_to_the_reflector(tmp_path: 
     await client.close()
 
 
+def test_one_thread_takes_every_answer_on_one_connection(tmp_path: Path) -> None:
+    """The small lists go in turn on one kept-alive connection: answers of known length (what the API server
+    sends for a small list) and chunked ones alike, each whole, on one connection."""
+    import http.server
+
+    connections: list[tuple[str, int]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            connections.append(self.client_address)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b'{"kind":"List","items":[{"metadata":{"name":"%s"}}]}' % self.path.encode()
+            self.send_response(200)
+            if "chunked" in self.path:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+            else:
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        choice = AccessChoice(str(kubeconfig(tmp_path, f"http://127.0.0.1:{server.server_address[1]}")))
+        paths = ["/api/v1/a", "/api/v1/chunked", "/api/v1/b", "/api/v1/c"]
+        answers = [early.EarlyAnswer(path, {"limit": "5"}) for path in paths]
+        early.fetch(answers, choice.load(), None)
+        for path, answer in zip(paths, answers, strict=True):
+            body, _ = answer.chunks()
+            assert answer.status == 200 and body.endswith(b'"%s?limit=5"}}]}' % path.encode()), (path, body)
+            assert answer.chunks()[0] == b""  # its end, no error
+        assert len(connections) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 async def test_an_answer_cut_in_its_body_is_the_reflectors_failure(tmp_path: Path) -> None:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -162,6 +208,21 @@ async def test_the_reflector_reads_the_early_list_and_watches_from_its_version(c
     assert client.requests == 1  # the watch: the list was the early one
     assert metrics.requests.labels("200", "GET", client._host)._value.get() == 2
     await client.close()
+
+
+@kube
+async def test_every_first_list_is_answered_early(control_plane) -> None:
+    """A real API server answers each of the first lists early, the small ones in turn on their one connection."""
+    lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
+    assert lists is not None and sorted(lists.answers) == sorted(early.FIRST_LISTS)
+    for path, answer in lists.answers.items():
+        async with asyncio.timeout(30):
+            body = b""
+            while (chunk := answer.chunks()[0]) != b"":
+                body += chunk or b""
+                await asyncio.sleep(0.01)
+        assert answer.status == 200 and b'"items":[' in body, (path, answer.status, body[:200])
+    lists.discard()
 
 
 @kube

@@ -91,6 +91,9 @@ class EarlyAnswer:
             if self._dropped:
                 raise EarlyListError("dropped")  # (the connection goes: the rest of the body is not read)
             self._publish(chunk=chunk)
+        # A body of known length read to its end leaves the answer open (http.client closes it only at the end
+        # of a chunked body), and the connection's next request would find no answer: done with it.
+        response.close()
         self._publish(done=True)
 
     def fail(self, error: BaseException) -> None:
