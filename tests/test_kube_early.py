@@ -19,6 +19,7 @@ from scorer.kube.apiresources import RESOURCES
 from scorer.kube.client import ApiClient, ApiUnavailable, EarlyApiStream, RestClientMetrics
 from scorer.kube.config import AccessChoice
 from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
+from scorer.kube.reflector import Reflector, ReflectorMetrics
 from scorer.service.build import resolve_access
 from scorer.service.options import ServiceOptions
 
@@ -92,6 +93,10 @@ def test_a_configuration_naming_no_kubeconfig_leaves_the_default(tmp_path: Path,
 
 def test_the_early_lists_are_the_reflectors_read_at_one_path() -> None:
     assert sorted(early.FIRST_LISTS) == sorted(r.path for r in RESOURCES.values() if not r.fallback_paths)
+    # the resources with fallbacks: each candidate path's list and its group version's discovery document
+    candidates = [path for r in RESOURCES.values() if r.fallback_paths for path in (r.path, *r.fallback_paths)]
+    assert [lst for _, lst in early.VERSIONED] == candidates
+    assert [discovery for discovery, _ in early.VERSIONED] == [path.rpartition("/")[0] for path in candidates]
     assert early.NODE_LISTS == (RESOURCES["nodes"].path,) and early.POD_LISTS == (RESOURCES["pods"].path,)
 
 
@@ -214,15 +219,40 @@ async def test_the_reflector_reads_the_early_list_and_watches_from_its_version(c
 async def test_every_first_list_is_answered_early(control_plane) -> None:
     """A real API server answers each of the first lists early, the small ones in turn on their one connection."""
     lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
-    assert lists is not None and sorted(lists.answers) == sorted(early.FIRST_LISTS)
+    assert lists is not None
+    assert sorted(lists.answers) == sorted([*early.FIRST_LISTS, *(path for pair in early.VERSIONED for path in pair)])
+    bodies: dict[str, bytes] = {}
     for path, answer in lists.answers.items():
         async with asyncio.timeout(30):
             body = b""
             while (chunk := answer.chunks()[0]) != b"":
                 body += chunk or b""
                 await asyncio.sleep(0.01)
-        assert answer.status == 200 and b'"items":[' in body, (path, answer.status, body[:200])
+        bodies[path] = body
+        if path in early.FIRST_LISTS:
+            assert answer.status == 200 and b'"items":[' in body, (path, answer.status, body[:200])
+        else:  # (a group version 1.20 does not serve answers 404)
+            assert answer.status in (200, 404), (path, answer.status, body[:200])
+    assert b'"poddisruptionbudgets"' in bodies["/apis/policy/v1beta1"]  # (1.20 serves policy/v1beta1)
     lists.discard()
+
+
+@kube
+async def test_a_resource_with_fallbacks_reads_its_discovery_and_list_early(control_plane) -> None:
+    """PodDisruptionBudgets: the reflector chooses the version from the early discovery documents and takes
+    the early list at that path: it asks for nothing itself but its watch."""
+    lists = early.start(["run", "--kubeconfig", str(control_plane.kubeconfig)])
+    assert lists is not None
+    metrics = RestClientMetrics(CollectorRegistry())
+    client = ApiClient(lists.access, early=lists, metrics=metrics)
+    reflector = Reflector(client, RESOURCES["poddisruptionbudgets"], metrics=ReflectorMetrics(CollectorRegistry()))
+    async with running(reflector.run(Recorder())):
+        await asyncio.wait_for(reflector.wait_for_sync(), 15)
+    assert reflector.path is not None and reflector.path in {lst for _, lst in early.VERSIONED}
+    assert reflector.path not in lists.answers and reflector.path.rpartition("/")[0] not in lists.answers
+    assert client.requests == 1  # its watch
+    assert metrics.requests.labels("200", "GET", client._host)._value.get() >= 2  # its discovery and list, counted
+    await client.close()
 
 
 @kube

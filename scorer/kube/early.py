@@ -7,7 +7,10 @@ requests first, on threads with the standard library's HTTP client (nodes and po
 small lists in turn on a third: as many TLS handshakes as lists, when the reflectors start, cost more
 than the lists), and the server encodes while Python imports; the threads keep what arrives. The
 reflectors' first lists then read those answers (``ApiClient(early=...)``, ``EarlyLists.take``) as they
-arrive, as they would read their own.
+arrive, as they would read their own. For a resource served under one of several group versions
+(PodDisruptionBudgets, CSIStorageCapacities), each version's discovery document and list are asked for:
+the reflector reads the documents (``ApiClient.request``) to choose, takes the list it chooses, and the
+others are dropped.
 
 Only what the service would ask itself is taken: the same API access (``AccessChoice``: the same
 kubeconfig and context, or in cluster; the service takes the access loaded here rather than loading it
@@ -42,7 +45,7 @@ from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
 USER_AGENT = f"scorer/{__version__}"  # every request of scorer run's API clients
 # The first lists asked for early, on three threads: the two large ones each on its own, then the rest in
 # turn on one connection (small in most clusters: they would cost as many TLS handshakes as lists when the
-# reflectors start). Only resources read at one fixed path: those with fallbacks ask discovery first.
+# reflectors start).
 NODE_LISTS = ("/api/v1/nodes",)
 POD_LISTS = ("/api/v1/pods",)
 OTHER_LISTS = ("/api/v1/namespaces", "/api/v1/services", "/api/v1/replicationcontrollers",
@@ -50,6 +53,15 @@ OTHER_LISTS = ("/api/v1/namespaces", "/api/v1/services", "/api/v1/replicationcon
                "/apis/storage.k8s.io/v1/csidrivers", "/apis/storage.k8s.io/v1/csinodes",
                "/api/v1/persistentvolumes", "/api/v1/persistentvolumeclaims")
 FIRST_LISTS = (*NODE_LISTS, *POD_LISTS, *OTHER_LISTS)
+# The resources served under one of several group versions (``apiresources``' fallback paths), in the
+# reflectors' order: for each version, its discovery document (which the reflector reads to choose) and the
+# list at that path (the one chosen is taken, the others dropped). After the rest, on their connection.
+VERSIONED = (("/apis/policy/v1", "/apis/policy/v1/poddisruptionbudgets"),
+             ("/apis/policy/v1beta1", "/apis/policy/v1beta1/poddisruptionbudgets"),
+             ("/apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csistoragecapacities"),
+             ("/apis/storage.k8s.io/v1beta1", "/apis/storage.k8s.io/v1beta1/csistoragecapacities"),
+             ("/apis/storage.k8s.io/v1alpha1", "/apis/storage.k8s.io/v1alpha1/csistoragecapacities"))
+DISCOVERY = tuple(discovery for discovery, _ in VERSIONED)
 READ_SIZE = 1 << 20  # bytes asked of the socket at a time
 EARLY_TIMEOUT = 30.0  # seconds of silence (connecting, then between two reads); the client's own timeout
 
@@ -83,7 +95,8 @@ class EarlyAnswer:
     def receive(self, connection: http.client.HTTPConnection, access: ClusterAccess, base: str) -> None:
         """Send the request on ``connection`` and take its answer in (raises what the transport raises)."""
         self.started = time.perf_counter()
-        connection.request("GET", base + self.path + "?" + urllib.parse.urlencode(self.params),
+        query = "?" + urllib.parse.urlencode(self.params) if self.params else ""
+        connection.request("GET", base + self.path + query,
                            headers={**access.headers(), "Accept": "application/json", "User-Agent": USER_AGENT})
         response = connection.getresponse()
         self._publish(head=(response.status, dict(response.getheaders())))
@@ -239,8 +252,10 @@ def start(argv: Sequence[str]) -> EarlyLists | None:
     except (InputError, OSError, ValueError):  # (the service reports it as it builds)
         return None
     lists = EarlyLists(choice, access, {})
-    for name, paths in (("nodes", NODE_LISTS), ("pods", POD_LISTS), ("the rest", OTHER_LISTS)):
-        answers = [EarlyAnswer(path, list_params(DEFAULT_PAGE_SIZE, from_cache=True)) for path in paths]
+    first = list_params(DEFAULT_PAGE_SIZE, from_cache=True)
+    rest = [*OTHER_LISTS, *(path for pair in VERSIONED for path in pair)]
+    for name, paths in (("nodes", NODE_LISTS), ("pods", POD_LISTS), ("the rest", rest)):
+        answers = [EarlyAnswer(path, {} if path in DISCOVERY else first) for path in paths]
         lists.answers.update((answer.path, answer) for answer in answers)
         threading.Thread(target=fetch, args=(answers, access, context), name=f"early lists: {name}",
                          daemon=True).start()
