@@ -367,6 +367,25 @@ async def test_the_first_list_delivers_waiting_pods_after_the_sync_highest_prior
         "bound", "nominated", "done", "high-1", "high-2", "low", "none", "neg"))
 
 
+async def test_the_first_watch_waits_for_watch_after_then_starts_from_the_lists_version() -> None:
+    """``watch_after`` (ApiSource: every resource listed) holds the first watch, not the list nor its delivery;
+    the watch then starts from the list's resourceVersion, and a later watch does not wait again."""
+    client = FakeClient([page([pod_json("a", "3")], "10")],
+                        [FakeStream(lines=(line("ADDED", pod_json("b", "11")),)), FakeStream(hold=True)])
+    others_listed = asyncio.Event()
+    reflector, recorder = fake_reflector(client, watch_after=others_listed.wait, watch_timeout=100), Recorder()
+    async with running(reflector.run(recorder)):
+        await until(reflector.has_synced, "the reflector synced")
+        await asyncio.sleep(0.05)
+        assert [kind for kind, _ in client.calls] == ["list"] and recorder.of("ns/") == [("add", "ns/a")]
+        assert "its watch waits for the other resources' lists" in reflector.state()
+        others_listed.set()
+        await until(lambda: len(client.calls) == 3, "the watches")
+    assert [(kind, params.get("resourceVersion")) for kind, params in client.calls] == [
+        ("list", "0"), ("watch", "10"), ("watch", "11")]
+    assert recorder.of("ns/") == [("add", "ns/a"), ("add", "ns/b")]
+
+
 async def test_a_waiting_pod_listed_twice_is_delivered_in_the_lists_order() -> None:
     """A server that lists a key twice (none should): no comparison of the two objects, the later one last."""
     client = FakeClient([page([waiting_pod("twice", "4"), waiting_pod("once", "5"), waiting_pod("twice", "6")],

@@ -363,7 +363,11 @@ class Reflector:
 
     ``store`` maps keys to the objects as last delivered; ``resource_version``
     is the last one seen. ``deliver_after`` (awaited before each list is
-    delivered) orders the first lists of several reflectors. ``delays`` are
+    delivered) orders the first lists of several reflectors; ``watch_after``
+    (awaited before the first watch) holds the watches until all of them are
+    delivered (``ApiSource``: each watch's TLS handshake is off the path to the
+    first bind; the watch then starts from the list's resourceVersion, as at
+    once). ``delays`` are
     the waits before trying again; ``sleep`` waits them (tests record them).
     ``list_from_cache``: the first list asks for ``resourceVersion=0``.
     """
@@ -371,7 +375,8 @@ class Reflector:
     def __init__(self, client: ApiClient, resource: Resource, *, metrics: ReflectorMetrics | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
                  on_invalid: InvalidCallback | None = None, delays: RetryDelays = DEFAULT_DELAYS,
-                 deliver_after: Callable[[], Awaitable[None]] | None = None, rng: random.Random | None = None,
+                 deliver_after: Callable[[], Awaitable[None]] | None = None,
+                 watch_after: Callable[[], Awaitable[None]] | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, list_from_cache: bool = True) -> None:
         self.client = client
         self.resource = resource
@@ -381,6 +386,7 @@ class Reflector:
         self.on_invalid = on_invalid
         self.delays = delays
         self.deliver_after = deliver_after
+        self.watch_after = watch_after
         self.list_from_cache = list_from_cache
         self.store: dict[str, Any] = {}
         self.resource_version = ""
@@ -467,6 +473,10 @@ class Reflector:
                 if not listed:
                     await self._list()
                     listed = True
+                if self.watch_after is not None:
+                    self._state = "listed; its watch waits for the other resources' lists"
+                    await self.watch_after()
+                    self.watch_after = None  # the first watch only
                 self.metrics.watch_restarts.labels(name, await self._watch()).inc()
                 continue
             except asyncio.CancelledError:

@@ -9,10 +9,13 @@ persistentvolumes, persistentvolumeclaims; pods) as a task named
 delivered only after the one before it (``resources`` order), so the
 handlers see every namespace, then every workload, then every node, then
 every storage object, then every pod, as the ``ClusterSource`` contract says
-(the storage objects are there before the pods that use them); then all
-watches run side by side. ``has_synced`` waits for every one of them (``has_delivered`` for their deferred pods too); a
-resource the server does not serve at all (CSIStorageCapacities on most
-1.20 servers) counts as synced with no objects. Everything runs on the caller's event loop: the handlers are
+(the storage objects are there before the pods that use them). The watches
+start once every list is delivered (``watch_after``: their TLS handshakes, a
+dozen, would otherwise compete with the lists for the CPU on the way to the
+first bind), then run side by side. ``has_synced`` waits for every list
+(``has_delivered`` for their deferred pods too); a resource the server does
+not serve at all (CSIStorageCapacities on most 1.20 servers) counts as synced
+with no objects. Everything runs on the caller's event loop: the handlers are
 synchronous and need no locking.
 
 Each reflector retries on its own (``scorer.kube.reflector``'s Faults):
@@ -87,7 +90,8 @@ class ApiSource:
         for name in resources:
             reflector = Reflector(client, RESOURCES[name], metrics=self.metrics, page_size=page_size,
                                   watch_timeout=watch_timeout, on_invalid=on_invalid, delays=delays,
-                                  deliver_after=previous.wait_for_sync if previous is not None else None)
+                                  deliver_after=previous.wait_for_sync if previous is not None else None,
+                                  watch_after=self.wait_for_sync)
             self.reflectors[name] = previous = reflector
 
     async def run(self, handlers: ObjectHandlers) -> None:
