@@ -36,6 +36,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
+import yaml
 
 from scorer import __version__
 from scorer.errors import InputError
@@ -225,8 +226,6 @@ def run_options(argv: Sequence[str]) -> tuple[str | None, str | None, str | None
 def configured_kubeconfig(config: str) -> str | None:
     """The configuration file's ``clientConnection.kubeconfig``; None when it names none or cannot be read
     here (the service reads the file itself and reports what is wrong with it)."""
-    import yaml  # (the service loads it anyway: only a command line with --config and no --kubeconfig waits)
-
     try:
         with open(config, "rb") as file:
             document = yaml.load(file, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
