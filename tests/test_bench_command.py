@@ -209,10 +209,14 @@ def test_end_to_end_repeats_run_in_rounds_of_every_scheduler(monkeypatch: pytest
 
     monkeypatch.setattr(command, "_run_e2e", fake_run)
     points = command._run([], e2e_jobs, BenchOptions(repeat=3), lambda line: None)
-    assert order == [(40, "scorer"), (40, "kube-scheduler")] * 3 + [(80, "scorer"), (80, "kube-scheduler")] * 3
+    # each round starts with the next scheduler: none always runs first
+    assert order == [(40, "scorer"), (40, "kube-scheduler"), (40, "kube-scheduler"), (40, "scorer"),
+                     (40, "scorer"), (40, "kube-scheduler"), (80, "scorer"), (80, "kube-scheduler"),
+                     (80, "kube-scheduler"), (80, "scorer"), (80, "scorer"), (80, "kube-scheduler")]
     assert [(p["nodes"], p["scheduler"], p["throughput"]["pods_per_second"]) for p in points] == [
-        (40, "scorer", 200), (40, "kube-scheduler", 60), (80, "scorer", 20), (80, "kube-scheduler", 2)]
-    assert points[0]["repeats"]["pods_per_second"] == [100, 300, 200]
+        (40, "scorer", 100), (40, "kube-scheduler", 60), (80, "scorer", 10), (80, "kube-scheduler", 3)]
+    assert points[0]["repeats"]["pods_per_second"] == [100, 70, 200]
+    assert command.round_order(3, 0) == [0, 1, 2] and command.round_order(3, 4) == [1, 2, 0]
 
 
 @pytest.mark.slow

@@ -223,7 +223,7 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
     """Every point in order under the progress bar; a failed one is noted as it happens (and in the table).
     With ``--repeat N``, the end-to-end points of one workload and node count run in N rounds, each round
     every scheduler once in turn (``e2e_rounds``), so that the machine's slow and fast moments fall on all
-    of them alike."""
+    of them alike, each round starting with the next one (``round_order``)."""
     progress = Progress((len(jobs) + len(e2e_jobs)) * options.repeat)
     points = []
 
@@ -240,9 +240,9 @@ def _run(jobs: Sequence[Job], e2e_jobs: Sequence[Job], options: BenchOptions, er
     for group in e2e_rounds(e2e_jobs):
         by_job: list[list[dict[str, Any]]] = [[] for _ in group]
         for k in range(options.repeat):
-            for job, runs in zip(group, by_job, strict=True):
-                progress.step(_label(job) + suffix(k))
-                runs.append(_run_e2e(job, options))
+            for i in round_order(len(group), k):
+                progress.step(_label(group[i]) + suffix(k))
+                by_job[i].append(_run_e2e(group[i], options))
         points.extend(_noted(median_run(runs, E2E_REPEAT_FIGURES), progress) for runs in by_job)
     progress.done()
     ignored = next((p["ignored"] for p in points if p.get("ignored")), None)
@@ -312,6 +312,12 @@ def e2e_rounds(e2e_jobs: Sequence[Job]) -> list[list[Job]]:
         else:
             groups.append([job])
     return groups
+
+
+def round_order(schedulers: int, k: int) -> list[int]:
+    """The order the schedulers of a group run in round ``k``: each round starts one further along, so that no
+    scheduler always runs first (or right after another one) when the machine's state favours a position."""
+    return [(k + i) % schedulers for i in range(schedulers)]
 
 
 def _run_e2e(job: Job, options: BenchOptions) -> dict[str, Any]:
