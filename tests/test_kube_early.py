@@ -4,6 +4,7 @@ when they ask the very same thing, dropped otherwise, and no different from the 
 from __future__ import annotations
 
 import asyncio
+import http.server
 import socket
 import threading
 from pathlib import Path
@@ -118,8 +119,6 @@ async def test_an_unreachable_server_leaves_the_list_to_the_reflector(tmp_path: 
 def test_one_thread_takes_every_answer_on_one_connection(tmp_path: Path) -> None:
     """The small lists go in turn on one kept-alive connection: answers of known length (what the API server
     sends for a small list) and chunked ones alike, each whole, on one connection."""
-    import http.server
-
     connections: list[tuple[str, int]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
