@@ -217,8 +217,15 @@ def test_summary_checks_the_issue_targets_that_have_data() -> None:
     assert dense.startswith("target: 15,000 nodes and 151,000 pods (dense), peak RSS <= 1.5 GB: met (")
     assert "target: end to end at 500 nodes (workload plain), at least kube-scheduler's 450 pods/s: met " \
            "(900 pods/s)" in lines
+    # the end-to-end targets of the pair (pods/s from start not measured: no line)
+    assert "target: end to end at 500 nodes (plain), scorer at least 2x kube-scheduler's pods/s, first bind to " \
+           "last: met (2.00x)" in lines
+    assert "target: end to end at 500 nodes (plain), scorer's first bind at most 0.5 s after its start: missed " \
+           "(0.89 s)" in lines
+    assert "target: end to end at 500 nodes (plain), scorer's CPU per bound pod (start-up included) at most " \
+           "0.8 ms: missed (0.95 ms)" in lines
     assert not any("50,000" in line for line in lines)  # not measured: no line
-    assert len(lines) == 8
+    assert len(lines) == 11
 
 
 def test_summary_says_by_how_much_a_target_is_missed() -> None:
@@ -527,3 +534,54 @@ def test_compare_counts_the_spread_of_repeated_runs_as_noise() -> None:
     row = report.compare(as_result(new), as_result(base))["points"][0]["figures"]["cycle_p50_ms"]
     assert row["verdict"] == "within noise" and row["noise"] == pytest.approx(0.5, abs=0.01)
     assert "median cycle p50 of 3" in report.render_table(as_result(new)).splitlines()[0]
+
+
+def e2e_run_point(workload: str, nodes: int, scheduler: str, runs: dict[str, list[float]], *,
+                  failed: int = 0) -> dict[str, Any]:
+    """An end-to-end point with ``--repeat`` figures (``runs``: name -> each round's value); its own figures
+    are its first run's."""
+    point = make_point(workload, nodes, mode="e2e", scheduler=scheduler)
+    point["throughput"].update(pods_per_second=runs["pods_per_second"][0],
+                               pods_per_second_from_start=runs.get("pods_per_second_from_start", [None])[0],
+                               first_bind_after_start_s=runs.get("first_bind_after_start_s", [None])[0])
+    point["cpu_per_pod"] = {"ms": runs.get("cpu_ms_per_pod", [None])[0]}
+    point["repeats"] = {"runs": len(runs["pods_per_second"]) + failed, "failed": failed, **runs}
+    return point
+
+
+def test_summary_checks_the_end_to_end_targets_round_by_round() -> None:
+    """Each round's scorer run against the same round's kube-scheduler (or stand-in) run."""
+    ours = e2e_run_point("plain", 500, "scorer", {
+        "pods_per_second": [900.0, 800.0, 1000.0], "pods_per_second_from_start": [700.0, 600.0, 800.0],
+        "first_bind_after_start_s": [0.45, 0.55, 0.5], "cpu_ms_per_pod": [0.75, 0.9, 0.8]})
+    theirs = e2e_run_point("plain", 500, "kube-scheduler", {
+        "pods_per_second": [400.0, 500.0, 450.0], "pods_per_second_from_start": [390.0, 480.0, 440.0]})
+    big = e2e_run_point("plain", 15000, "scorer", {"pods_per_second": [700.0], "first_bind_after_start_s": [1.2]})
+    big_kube = e2e_run_point("plain", 15000, "kube-scheduler", {"pods_per_second": [400.0]})
+    alone = e2e_run_point("extender", 5000, "kube-scheduler", {"pods_per_second": [300.0, 310.0]})
+    null = e2e_run_point("extender", 5000, "kube-scheduler+stand-in", {"pods_per_second": [170.0, 200.0]})
+    with_scorer = e2e_run_point("extender", 5000, "kube-scheduler+scorer", {"pods_per_second": [160.0, 170.0]})
+    lines = [line for line in report.summary({"points": [ours, theirs, big, big_kube, alone, null, with_scorer]})
+             if line.startswith("target: end to end at")]
+    assert "target: end to end at 500 nodes (plain), scorer at least 2x kube-scheduler's pods/s, first bind to " \
+           "last: met in 2 of 3 rounds (2.25x, 1.60x, 2.22x)" in lines
+    assert "target: end to end at 500 nodes (plain), scorer at least 1.5x kube-scheduler's pods/s, from process " \
+           "start: met in 2 of 3 rounds (1.79x, 1.25x, 1.82x)" in lines
+    assert "target: end to end at 500 nodes (plain), scorer's first bind at most 0.5 s after its start: met in 2 " \
+           "of 3 rounds (0.45 s, 0.55 s, 0.50 s)" in lines
+    assert "target: end to end at 500 nodes (plain), scorer's CPU per bound pod (start-up included) at most 0.8 " \
+           "ms: met in 2 of 3 rounds (0.75 ms, 0.90 ms, 0.80 ms)" in lines
+    assert "target: end to end at 15,000 nodes (plain), scorer's first bind at most 1 s after its start: missed " \
+           "(1.20 s)" in lines
+    assert "target: end to end at 5,000 nodes (workload extender), kube-scheduler with scorer as extender at " \
+           "least 90% of its pods/s with the stand-in: met in 1 of 2 rounds (94.1%, 85.0%)" in lines
+    assert not any("15,000 nodes (plain), scorer at least" in line for line in lines)  # no ratio target there
+
+
+def test_a_failed_run_leaves_the_end_to_end_targets_to_the_points_own_figures() -> None:
+    """A failed run breaks the rounds' pairing: the median runs' figures are compared instead."""
+    ours = e2e_run_point("plain", 5000, "scorer", {"pods_per_second": [900.0, 700.0]}, failed=1)
+    theirs = e2e_run_point("plain", 5000, "kube-scheduler", {"pods_per_second": [300.0, 200.0, 250.0]})
+    lines = [line for line in report.summary({"points": [ours, theirs]}) if "3x kube-scheduler" in line]
+    assert lines == ["target: end to end at 5,000 nodes (plain), scorer at least 3x kube-scheduler's pods/s, "
+                     "first bind to last: met (3.00x)"]

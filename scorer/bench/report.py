@@ -57,6 +57,13 @@ STAND_IN = "kube-scheduler+stand-in"  # kube-scheduler with an extender that doe
 # alone's pods/s, at these sizes (one HTTP extender took Go kube-scheduler from about 990 to 111 pods/s)
 EXTENDER_SHARE = 0.6
 EXTENDER_TARGET_NODES = (500, 5000)
+# The end-to-end targets of the per-pod API path and start-up (plain pods, default profile, 2 cores), checked
+# round by round: a round's scorer run against the same round's kube-scheduler (or stand-in) run, minutes
+# apart at most. Scorer's pods/s over kube-scheduler's, first bind to last and from process start, by nodes:
+ROUND_RATIO_TARGETS = {500: (2.0, 1.5), 5000: (3.0, 2.0)}
+FIRST_BIND_TARGETS = {500: 0.5, 15_000: 1.0}  # seconds from scorer's start to its first bind
+CPU_PER_POD_TARGET = (0.8, (500, 5000))  # ms of scorer's CPU per bound pod, start-up included; at these nodes
+STAND_IN_SHARE = (0.9, (500, 5000))  # kube-scheduler with scorer against with the stand-in extender; nodes
 
 EXTENSION_POINTS = ("PreEnqueue", "QueueSort", "PreFilter", "Filter", "PostFilter", "PreScore", "Score",
                     "NormalizeScore", "Reserve", "Permit", "PreBind", "Bind", "PostBind")
@@ -600,7 +607,74 @@ def _target_lines(points: list[dict[str, Any]]) -> list[str]:
                 target = _Target(f"end to end at {pair.nodes:,} nodes (workload {pair.workload}), at least "
                                  f"kube-scheduler's {theirs:,.0f} pods/s", theirs, False, "pods/s")
                 lines += _check(target, pair.measured, lambda p: _figure(p, "throughput", "pods_per_second"))
-    return lines + _extender_targets(points)
+    return lines + _round_targets(points) + _extender_targets(points)
+
+
+def _runs(point: dict[str, Any], name: str, section: str, key: str) -> list[float | None]:
+    """The figure of each run of ``point`` (``repeats[name]``, in the rounds' order), or the point's own
+    (``point[section][key]``) when it ran once or a run failed (the runs no longer pair by round)."""
+    repeats = point.get("repeats")
+    if isinstance(repeats, dict) and not repeats.get("failed") and isinstance(repeats.get(name), list):
+        return [_number(value) for value in repeats[name]]
+    return [_figure(point, section, key)]
+
+
+def _by_round(text: str, values: list[float | None], bound: float, at_most: bool, show: str) -> list[str]:
+    """``target: <text>: met`` (one run) or ``met in k of n rounds``, with each value (``show`` formats one)."""
+    known = [value for value in values if value is not None]
+    if not known:
+        return []
+    met = sum((value <= bound) if at_most else (value >= bound) for value in known)
+    shown = ", ".join(show.format(value) for value in known)
+    if len(known) == 1:
+        return [f"target: {text}: {'met' if met else 'missed'} ({shown})"]
+    return [f"target: {text}: met in {met} of {len(known)} rounds ({shown})"]
+
+
+def _ratios(ours: dict[str, Any], theirs: dict[str, Any], name: str, key: str) -> list[float | None]:
+    """``ours`` over ``theirs`` in ``throughput[key]`` round by round (``repeats[name]``), else the two points'
+    own figures (one ran once, or a run failed: the runs no longer pair by round)."""
+    mine, other = _runs(ours, name, "throughput", key), _runs(theirs, name, "throughput", key)
+    if len(mine) != len(other):
+        mine, other = [_figure(ours, "throughput", key)], [_figure(theirs, "throughput", key)]
+    return [a / b if a is not None and b else None for a, b in zip(mine, other, strict=True)]
+
+
+def _round_targets(points: list[dict[str, Any]]) -> list[str]:
+    """The end-to-end targets of plain pods (``ROUND_RATIO_TARGETS``, ``FIRST_BIND_TARGETS``,
+    ``CPU_PER_POD_TARGET``) and of the extender against the stand-in (``STAND_IN_SHARE``), by round."""
+    lines = []
+    for pair in _e2e_pairs(points):
+        if pair.workload != PLAIN or pair.percentage != 0:
+            continue
+        nodes, ours, theirs = pair.nodes, pair.measured, pair.kube
+        where = f"end to end at {nodes:,} nodes (plain)"
+        if nodes in ROUND_RATIO_TARGETS:
+            for bound, name, what in zip(ROUND_RATIO_TARGETS[nodes],
+                                         ("pods_per_second", "pods_per_second_from_start"),
+                                         ("first bind to last", "from process start"), strict=True):
+                ratios = _ratios(ours, theirs, name, name)
+                lines += _by_round(f"{where}, scorer at least {bound:g}x kube-scheduler's pods/s, {what}", ratios,
+                                   bound, False, "{:.2f}x")
+        if nodes in FIRST_BIND_TARGETS:
+            bound = FIRST_BIND_TARGETS[nodes]
+            lines += _by_round(f"{where}, scorer's first bind at most {bound:g} s after its start",
+                               _runs(ours, "first_bind_after_start_s", "throughput", "first_bind_after_start_s"),
+                               bound, True, "{:.2f} s")
+        bound, at = CPU_PER_POD_TARGET
+        if nodes in at:
+            lines += _by_round(f"{where}, scorer's CPU per bound pod (start-up included) at most {bound:g} ms",
+                               _runs(ours, "cpu_ms_per_pod", "cpu_per_pod", "ms"), bound, True, "{:.2f} ms")
+    share, at = STAND_IN_SHARE
+    for pair in _e2e_pairs(points, EXTENDER):
+        null = _stand_in(points, pair.measured)
+        if pair.percentage != 0 or pair.nodes not in at or null is None:
+            continue
+        shares = _ratios(pair.measured, null, "pods_per_second", "pods_per_second")
+        lines += _by_round(f"end to end at {pair.nodes:,} nodes (workload {pair.workload}), kube-scheduler with "
+                           f"scorer as extender at least {share:.0%} of its pods/s with the stand-in", shares,
+                           share, False, "{:.1%}")
+    return lines
 
 
 def _extender_targets(points: list[dict[str, Any]]) -> list[str]:
