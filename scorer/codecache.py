@@ -15,8 +15,10 @@ is written when the process exits. One part of a source changes from process to 
 differs with every interpreter (hash randomization). The key leaves that number out; the cached code
 gets the number of this process in its constants, where the old one stood.
 
-The file is where Python writes bytecode: under ``sys.pycache_prefix`` (``PYTHONPYCACHEPREFIX``)
-when set, else in this package's ``__pycache__``; and it is written only when Python writes bytecode
+The file is where Python writes bytecode, under the name of a module's bytecode file
+(``scorer.codecache_slot``: pip removes it with the package, which it would not do for a file of its own
+name): in this package's ``__pycache__``, or under ``sys.pycache_prefix`` (``PYTHONPYCACHEPREFIX``) when
+set; and it is written only when Python writes bytecode
 (not with ``PYTHONDONTWRITEBYTECODE``, as in the image, which writes it once at build time) and
 where it can: a cache that cannot be read or written
 costs nothing but the compiling it would have saved. Like a ``.pyc``, the file is trusted as code:
@@ -30,6 +32,7 @@ import atexit
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import marshal
 import os
 import re
@@ -39,16 +42,14 @@ from types import CodeType
 
 #: The most sources a cache file keeps; when full, a save keeps only what this process used.
 MAX_ENTRIES = 2048
-FILE_NAME = f"scorer-attrs-code.{sys.implementation.cache_tag}.bin"
+SLOT_MODULE = "codecache_slot.py"  # the module whose bytecode file's name the cache takes
 # The first value hashed by a generated __hash__: a number that differs with each interpreter.
 _TYPE_HASH = re.compile(r"(return hash\(\(\s*)(-?\d+)(,)")
 
 
 def default_path() -> str:
-    """Where Python writes this package's bytecode, and the cache file's name."""
-    if sys.pycache_prefix:
-        return os.path.join(sys.pycache_prefix, FILE_NAME)
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", FILE_NAME)
+    """The bytecode file of ``scorer.codecache_slot``, where Python would write it."""
+    return importlib.util.cache_from_source(os.path.join(os.path.dirname(os.path.abspath(__file__)), SLOT_MODULE))
 
 
 class CodeCache:

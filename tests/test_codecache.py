@@ -119,3 +119,50 @@ def test_attrs_classes_made_in_a_later_process_come_from_the_cache_and_behave(tm
     first, second = (run.stdout.strip() for run in runs)
     assert first == "[0, 1]"  # compiled, then saved at exit
     assert second == "[1, 0]"  # read back, in a process with another hash seed
+
+
+def test_the_cache_takes_the_name_of_a_modules_bytecode_file(monkeypatch) -> None:
+    """pip removes each installed module's bytecode file with the package (and no other file it did not
+    install): the cache is the bytecode file of scorer.codecache_slot, wherever Python puts bytecode."""
+    import importlib.util
+
+    import scorer.codecache_slot as slot
+
+    assert codecache.default_path() == importlib.util.cache_from_source(slot.__file__)
+    assert Path(codecache.default_path()).parent == Path(slot.__file__).parent / "__pycache__"
+    monkeypatch.setattr(sys, "pycache_prefix", "/tmp/prefix")
+    assert codecache.default_path().startswith("/tmp/prefix/") and codecache.default_path().endswith(
+        f"codecache_slot.{sys.implementation.cache_tag}.pyc")
+
+
+def test_the_slot_modules_own_bytecode_is_no_cache_and_is_replaced(tmp_path: Path) -> None:
+    """pip compiles every module when it installs, this one too: that bytecode reads as an empty cache, and
+    the first save replaces it."""
+    import py_compile
+
+    source = tmp_path / "slot.py"
+    source.write_text('"""nothing"""\n')
+    path = str(tmp_path / "slot.pyc")
+    py_compile.compile(str(source), cfile=path)
+    cache = CodeCache(path)
+    assert cache.entries == {}
+    cache.compile(SOURCE, "<gen>", "exec")
+    cache.save()
+    assert CodeCache(path).compile(SOURCE, "<gen>", "exec") is not None and len(CodeCache(path).entries) == 1
+
+
+@pytest.mark.slow
+def test_pip_uninstall_leaves_no_scorer_directory_behind(tmp_path: Path) -> None:
+    """The cache written by a run of the installed command goes with `pip uninstall`: a `scorer/` directory
+    left behind (no __init__.py) would be a namespace package hiding an editable install made after it."""
+    from venvkit import FreshVenv
+
+    venv = FreshVenv(tmp_path)
+    venv.env.pop("PYTHONDONTWRITEBYTECODE", None)  # (a user's machine writes bytecode)
+    venv.run("scorer", "plugins")
+    site = Path(venv.run("python", "-c", "import scorer, os; print(os.path.dirname(scorer.__file__))").stdout.strip())
+    cache = Path(venv.run("python", "-c", "from scorer import codecache; print(codecache.default_path())")
+                 .stdout.strip())
+    assert cache.is_file() and cache.parent.parent == site
+    venv.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", "scorer")
+    assert not site.exists(), sorted(str(p) for p in site.rglob("*"))
