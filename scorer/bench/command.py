@@ -316,7 +316,7 @@ def e2e_rounds(e2e_jobs: Sequence[Job]) -> list[list[Job]]:
 
 def round_order(schedulers: int, k: int) -> list[int]:
     """The order the schedulers of a group run in round ``k``: each round starts one further along, so that no
-    scheduler always runs first (or right after another one) when the machine's state favours a position."""
+    scheduler always runs first in its round, should the machine's state favour a position."""
     return [(k + i) % schedulers for i in range(schedulers)]
 
 
