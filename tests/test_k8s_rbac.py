@@ -112,10 +112,12 @@ SERVICE_CALLS: set[Kind] = {
 FALLBACK_CALLS: set[Kind] = {("", "events", "create"), ("", "events", "patch")}
 # Answers that are allowed and expected without being a 2xx: the Lease absent at first, and a Lease write
 # that lost an optimistic-concurrency race (a renewal cut short by SIGTERM; the release then re-reads), and a
-# group version discovery says is not served.
+# group version discovery says is not served, with the list asked for early at that version
+# (scorer.kube.early: each candidate version's list, the one the reflector chooses taken).
 EXPECTED_ANSWERS = {(("coordination.k8s.io", "leases", "get"), 404),
                     (("coordination.k8s.io", "leases", "update"), 409),
-                    (DISCOVERY, 404)}
+                    (DISCOVERY, 404), (("policy", "poddisruptionbudgets", "list"), 404),
+                    (("storage.k8s.io", "csistoragecapacities", "list"), 404)}
 
 
 def kind_of(request: AuditedRequest) -> Kind:
