@@ -138,9 +138,16 @@ def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str,
         with prometheus:
             status, scorer_text = scorer.get("/metrics")
             assert status == 200
-            with urllib.request.urlopen(f"http://{LOCALHOST}:{kube_port}/metrics", timeout=10) as response:
-                kube_text = response.read().decode()
-            yield kube_text, scorer_text, prometheus
+
+            def kube_metrics() -> str:
+                with urllib.request.urlopen(f"http://{LOCALHOST}:{kube_port}/metrics", timeout=10) as response:
+                    return str(response.read().decode())
+
+            # kube-scheduler sets its cache-size gauge from its periodic (1 s) cleanup: scraped before it, the
+            # family is absent
+            wait_until(lambda: "scheduler_scheduler_cache_size{" in kube_metrics(), WAIT,
+                       "kube-scheduler's cache size reported")
+            yield kube_metrics(), scorer_text, prometheus
     finally:
         kube.terminate()
         kube.wait(timeout=20)
