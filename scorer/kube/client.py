@@ -326,12 +326,11 @@ class ApiClient:
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
                       content_type: str = "application/json") -> ApiResponse:
         """One request, its answer whole. A GET the client's ``early`` answers hold (a discovery document) is
-        read from there instead of asking again."""
+        read from there instead of asking again, through ``stream`` (which takes it and counts it)."""
         start = time.perf_counter()
-        if self.early is not None and method == "GET" and body is None:
-            taken = self.early.take(path, params)
-            if taken is not None and await EarlyApiStream.wait_head(taken):
-                return await self._early_response(taken, f"{method} {self.access.server}{path}", path, params)
+        if self.early is not None and method == "GET" and body is None and path in self.early.answers:
+            async with self.stream(method, path, params=params, read_timeout=self.timeout.total, timed=True) as held:
+                return ApiResponse(held.status, await held.read(), dict(held.headers))
         await self.bucket.acquire()
         if self.fence is not None and method not in WRITE_FREE_METHODS and not self.fence():
             self.fenced += 1
@@ -363,20 +362,6 @@ class ApiClient:
                 self.metrics.count(code, method, self._host)
                 self.metrics.observe(method, self.access.server + url_template(path, params),
                                      time.perf_counter() - start)
-
-    async def _early_response(self, answer: EarlyAnswer, what: str, path: str,
-                              params: Mapping[str, str] | None) -> ApiResponse:
-        code = NO_ANSWER
-        try:
-            body = await EarlyApiStream(answer, what).read()
-            code = str(answer.status)
-            return ApiResponse(answer.status, body, dict(answer.headers))
-        finally:
-            answer.discard()
-            if self.metrics is not None:
-                self.metrics.count(code, "GET", self._host)
-                self.metrics.observe("GET", self.access.server + url_template(path, params),
-                                     time.perf_counter() - answer.started)
 
     async def prepare_writes(self) -> None:
         """Open a connection for the POSTs (bindings, Events) ahead of the first (``Http1Pool.prepare``)."""

@@ -36,10 +36,10 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
-import yaml
 
 from scorer import __version__
 from scorer.errors import InputError
+from scorer.inputs.reader import CONFIG_LIMITS, read_documents, single_document
 from scorer.kube.config import AccessChoice, ClusterAccess, choose_access
 from scorer.kube.listing import DEFAULT_PAGE_SIZE, list_params
 
@@ -226,12 +226,12 @@ def run_options(argv: Sequence[str]) -> tuple[str | None, str | None, str | None
 def configured_kubeconfig(config: str) -> str | None:
     """The configuration file's ``clientConnection.kubeconfig``; None when it names none or cannot be read
     here (the service reads the file itself and reports what is wrong with it)."""
-    try:
-        with open(config, "rb") as file:
-            document = yaml.load(file, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, yaml.YAMLError):
+    try:  # (the readers the service reads it with, already loaded by scorer.kube.config)
+        document = single_document(read_documents(config, limits=CONFIG_LIMITS, strict=False), config)
+    except (InputError, OSError):
         return None
-    connection = document.get("clientConnection") if isinstance(document, dict) else None
+    data = document.data if document is not None else None
+    connection = data.get("clientConnection") if isinstance(data, dict) else None
     kubeconfig = connection.get("kubeconfig") if isinstance(connection, dict) else None
     return kubeconfig if isinstance(kubeconfig, str) and kubeconfig else None
 
