@@ -6,12 +6,12 @@ from __future__ import annotations
 import socket
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubekit import kube_binaries, kube_controller_manager_binary, kube_scheduler_binary
 
-from scorer.bench import controlplane, e2e, e2e_config
+from scorer.bench import controlplane, e2e, e2e_api, e2e_config
 from scorer.bench.clusters import build_setup
 from scorer.bench.spec import PointSpec, Setup
 from scorer.bench.workloads import workload_from_data
@@ -142,6 +142,51 @@ def test_throughput_is_bound_pods_over_first_to_last_bind_sampled_every_whole_se
     assert (figures["p50"], figures["p99"]) == (100.0, 100.0)
     assert figures["first_bind_after_start_s"] == 1.0
     assert e2e.throughput([], started) is None
+
+
+NO_API = cast(e2e.Api, None)  # (what a watch reads from: these tests give it events by hand)
+
+
+def scheduled_event(namespace: str, name: str, version: str, kind: str = "Pod") -> dict[str, Any]:
+    """A WATCH event of a Scheduled Event as the core v1 view shows it."""
+    return {"type": "ADDED", "object": {"metadata": {"resourceVersion": version},
+                                        "involvedObject": {"kind": kind, "namespace": namespace, "name": name},
+                                        "reason": "Scheduled"}}
+
+
+def test_the_event_watch_stamps_each_measured_pods_first_scheduled_event() -> None:
+    watch = e2e_api.ScheduledEventWatch(NO_API, [("bench", "a"), ("bench", "b")], "1")
+    watch.on_event(scheduled_event("bench", "a", "5"), 10.0)
+    watch.on_event(scheduled_event("bench", "a", "6"), 11.0)  # (a second one keeps the first time)
+    watch.on_event(scheduled_event("bench", "c", "7"), 12.0)  # not measured
+    watch.on_event(scheduled_event("bench", "b", "8", kind="Node"), 13.0)  # not a pod
+    assert watch.seen == {("bench", "a"): 10.0} and watch.resource_version == "8"
+    watch.wait_for([("bench", "a")])  # the bound pods: every one has its Event already
+    assert watch.complete.is_set()
+    watch.complete.clear()
+    watch.wait_for([("bench", "a"), ("bench", "b")])
+    assert not watch.complete.is_set()
+    watch.on_event(scheduled_event("bench", "b", "9"), 14.0)
+    assert watch.complete.is_set()
+    with pytest.raises(e2e.E2EError, match="the Event watch failed: too old"):
+        watch.on_event({"type": "ERROR", "object": {"message": "too old"}}, 15.0)
+
+
+def test_the_point_says_how_many_bound_pods_had_their_event_when_the_cpu_was_read() -> None:
+    binds = e2e_api.BindWatch(NO_API, [("bench", "a"), ("bench", "b")], "1")
+    binds.bound = {("bench", "a"): (10.0, "node-0"), ("bench", "b"): (12.0, "node-1")}
+    binds.last_bind = 12.0
+    events = e2e_api.ScheduledEventWatch(NO_API, binds.pending, "1")
+    events.seen = {("bench", "a"): 12.5}
+    point: dict[str, Any] = {"warnings": []}
+    e2e.record_events(point, events, binds)
+    assert point["events"] == {"scheduled": 1, "bound": 2, "last_after_last_bind_s": 0.5}
+    assert point["warnings"] == ["1 of 2 bound pods had no Scheduled Event within 30 s after the last bind: "
+                                 "the CPU was read without them"]
+    events.seen[("bench", "b")] = 15.25
+    point = {"warnings": []}
+    e2e.record_events(point, events, binds)
+    assert point["events"]["last_after_last_bind_s"] == 3.25 and point["warnings"] == []
 
 
 # --- the Setup as API requests ----------------------------------------------------------------------
@@ -298,6 +343,10 @@ def check_smoke_point(point: dict[str, Any], scheduler: str) -> None:
     assert 0 < cpu["start_up_s"] <= point["cpu_seconds"]["scheduler"] + 0.02
     assert cpu["ms_after_first_bind"] is None or cpu["ms_after_first_bind"] > 0
     assert cpu["cycle_share"] is None or 0 < cpu["cycle_share"] <= 1
+    # the CPU was read once every bound pod had its Scheduled Event (kube-scheduler 1.20 writes them
+    # through events.k8s.io/v1, scorer too: the harness watches them in the core v1 view)
+    assert point["events"]["scheduled"] == point["events"]["bound"] == 20
+    assert point["events"]["last_after_last_bind_s"] is not None
 
 
 @pytest.mark.kube

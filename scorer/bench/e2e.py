@@ -55,7 +55,11 @@ is exact; ``max`` cannot be known from a histogram: null); ``attempt_ms``
 plugin durations in 10% of the cycles); ``memory.peak_rss_mb`` (``VmHWM`` of
 the scheduler process); ``cpu_seconds`` used from the scheduler's start to
 the end by the scheduler, kube-apiserver, etcd, this harness and the rest of
-the machine (``other``: work sharing the cores). A ``kube-scheduler+scorer``
+the machine (``other``: work sharing the cores). The end is once every bound
+pod has its ``Scheduled`` Event too (at most ``EVENTS_SECONDS`` after the last
+bind), so Events a scheduler writes after its bindings are in its CPU;
+``events`` says how many bound pods had theirs then and how long after the
+last bind the last came. A ``kube-scheduler+scorer``
 point also has ``extender``: how kube-scheduler calls scorer and what scorer's
 ``/metrics`` counted (``scorer_extender_requests_total`` by verb and result,
 ``scorer_extender_request_duration_seconds`` by verb, its peak RSS; its CPU
@@ -99,6 +103,7 @@ from scorer.bench.e2e_api import (
     BindWatch,
     Objects,
     Request,
+    ScheduledEventWatch,
     request_for,
     setup_objects,
 )
@@ -184,6 +189,7 @@ __all__ = [
 STALL_SECONDS = 30.0  # no bind for this long: the rest are unscheduled
 FIRST_BIND_SECONDS = 300.0  # the same before the first bind (start-up and the initial LISTs of a large cluster)
 WATCH_READY_SECONDS = 30.0
+EVENTS_SECONDS = 30.0  # after the last bind, for the Scheduled Events of the bound pods (the CPU is read then)
 VOLUMES_SYNC_SECONDS = 120.0  # for the PersistentVolume controller to give thousands of new volumes a phase
 SERVICE_RANGE = "10.96.0.0/12"  # room for a user's Services (each gets a ClusterIP)
 
@@ -221,8 +227,8 @@ def empty_point(setup: Setup, spec: PointSpec, config_path: str | None) -> dict[
             "cycle_ms": None, "cycle_source": "algorithm histogram", "attempt_ms": None, "throughput": None,
             "extension_points_ms": {}, "plugins_ms": {},
             "memory": {"peak_rss_mb": None, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
-            "cpu_seconds": None, "cpu_per_pod": None, "load_s": {}, "wall_s": None, "check": {}, "warnings": [],
-            "error": None,
+            "cpu_seconds": None, "cpu_per_pod": None, "events": None, "load_s": {}, "wall_s": None, "check": {},
+            "warnings": [], "error": None,
             "kube_version": KUBE_VERSION,
             **({"extender": empty_extender(spec.scheduler)} if spec.scheduler in EXTENDED else {})}
 
@@ -407,6 +413,10 @@ async def measure(run: Run, command: list[str]) -> None:
         watch = BindWatch(api, objects.keys, listing["metadata"]["resourceVersion"])
         watch_task = asyncio.create_task(watch.run(deadline), name="bind-watch")
         await wait_established(watch, watch_task, deadline)
+        events_listing = await api.get_json("/api/v1/events?limit=1", deadline)
+        events = ScheduledEventWatch(api, objects.keys, events_listing["metadata"]["resourceVersion"])
+        events_task = asyncio.create_task(events.run(deadline), name="event-watch")
+        await wait_established(events, events_task, deadline)
         etcd, apiserver = run.plane.processes
         pids = {"kube_apiserver": apiserver.pid, "etcd": etcd.pid, "harness": os.getpid()}
         if run.controllers is not None and run.controllers.process is not None:
@@ -427,9 +437,11 @@ async def measure(run: Run, command: list[str]) -> None:
         pollers.append(first_bind_cpu)
         watch.last_bind = t0
         outcome = await wait_bound(watch, watch_task, proc, deadline, run.extender)
+        await wait_scheduled_events(events, events_task, watch, deadline)
         point["cpu_seconds"] = cpu_split(cpu_before, cpu_snapshot({**pids, "scheduler": proc.pid}),
                                          time.monotonic() - t0)
         record_binds(point, watch, t0, outcome)
+        record_events(point, events, watch)
         at_first_bind = first_bind_cpu.result() if first_bind_cpu.done() else None
         if proc.poll() is None:
             text = await record_metrics(point, api, port, len(watch.bound), deadline + 10)
@@ -443,8 +455,9 @@ async def measure(run: Run, command: list[str]) -> None:
         for poller in pollers:
             poller.cancel()
         watch_task.cancel()
+        events_task.cancel()
         await watch.stop()
-        await asyncio.gather(watch_task, *pollers, return_exceptions=True)
+        await asyncio.gather(watch_task, events_task, *pollers, return_exceptions=True)
         add_warnings(point)
     finally:
         await api.close()
@@ -487,7 +500,8 @@ async def wait_volumes_synced(api: Api, deadline: float) -> None:
         await asyncio.sleep(0.5)
 
 
-async def wait_established(watch: BindWatch, watch_task: asyncio.Task[None], deadline: float) -> None:
+async def wait_established(watch: BindWatch | ScheduledEventWatch, watch_task: asyncio.Task[None],
+                           deadline: float) -> None:
     established = asyncio.create_task(watch.established.wait())
     await asyncio.wait({watch_task, established}, timeout=max(0.1, min(WATCH_READY_SECONDS,
                                                                          deadline - time.monotonic())),
@@ -497,7 +511,7 @@ async def wait_established(watch: BindWatch, watch_task: asyncio.Task[None], dea
         if watch_task.done():
             watch_task.result()  # raises what stopped it
         watch_task.cancel()
-        raise E2EError(f"the pod watch was not established within {WATCH_READY_SECONDS:.0f} s")
+        raise E2EError(f"the {watch.what} watch was not established within {WATCH_READY_SECONDS:.0f} s")
 
 
 async def wait_extender_ready(api: Api, run: Run, deadline: float) -> None:
@@ -536,6 +550,32 @@ async def wait_bound(watch: BindWatch, watch_task: asyncio.Task[None], proc: sub
             await asyncio.wait_for(watch.complete.wait(), timeout=min(0.5, deadline - now))
         except TimeoutError:
             pass
+
+
+async def wait_scheduled_events(events: ScheduledEventWatch, events_task: asyncio.Task[None], watch: BindWatch,
+                                deadline: float) -> None:
+    """Waits (at most ``EVENTS_SECONDS``) until every bound pod has its ``Scheduled`` Event: the CPU figures
+    count a scheduler's work until the Events of its bindings are written, whether it writes them beside
+    the bindings or after them."""
+    events.wait_for(watch.bound)
+    limit = max(0.0, min(EVENTS_SECONDS, deadline - time.monotonic()))
+    if events.complete.is_set() or events_task.done() or limit <= 0:
+        return
+    complete = asyncio.create_task(events.complete.wait())
+    await asyncio.wait({events_task, complete}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+    complete.cancel()
+
+
+def record_events(point: dict[str, Any], events: ScheduledEventWatch, watch: BindWatch) -> None:
+    """``events``: how many bound pods had their ``Scheduled`` Event when the CPU was read, and how long
+    after the last bind the last of them came."""
+    times = [events.seen[key] for key in watch.bound if key in events.seen]
+    point["events"] = {"scheduled": len(times), "bound": len(watch.bound),
+                       "last_after_last_bind_s": round(max(times) - watch.last_bind, 3) if times else None}
+    missing = len(watch.bound) - len(times)
+    if missing:
+        point["warnings"].append(f"{missing} of {len(watch.bound)} bound pods had no Scheduled Event within "
+                                 f"{EVENTS_SECONDS:.0f} s after the last bind: the CPU was read without them")
 
 
 def record_binds(point: dict[str, Any], watch: BindWatch, t0: float, outcome: str) -> None:

@@ -276,22 +276,20 @@ def status_message(body: bytes) -> str:
     return " ".join(message.split())
 
 
-class BindWatch:
-    """Stamps each measured pod when a WATCH first shows it bound; removes deleted bound pods at once."""
+class _Watch:
+    """A WATCH of ``path`` (``selector``: its fieldSelector) from ``resource_version``, resumed from the last
+    version seen when the connection ends, until ``complete`` is set or the deadline; each event goes to
+    ``on_object`` with the monotonic time it arrived. ``what`` names it in errors."""
 
-    def __init__(self, api: Api, keys: Iterable[tuple[str, str]], resource_version: str) -> None:
+    path = ""
+    selector = ""
+    what = ""
+
+    def __init__(self, api: Api, resource_version: str) -> None:
         self.api = api
-        self.pending = set(keys)
         self.resource_version = resource_version
-        self.bound: dict[tuple[str, str], tuple[float, str]] = {}  # (ns, name) -> (monotonic time, node)
-        self.rebinds = 0  # a bound pod seen on another node: must stay 0
-        self.victims = 0  # bound pods the scheduler deleted (preemption), removed by the harness
-        self.deleting: set[str] = set()
-        self.tasks: set[asyncio.Task[None]] = set()
         self.established = asyncio.Event()
         self.complete = asyncio.Event()
-        self.first_bound = asyncio.Event()
-        self.last_bind = time.monotonic()
 
     async def run(self, deadline: float) -> None:
         while not self.complete.is_set():
@@ -300,11 +298,14 @@ class BindWatch:
                 return
             params = {"watch": "1", "resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
                       "timeoutSeconds": str(int(min(remaining, 1800)))}
+            if self.selector:
+                params["fieldSelector"] = self.selector
             try:
-                async with self.api.session.get(self.api.url + "/api/v1/pods", params=params,
+                async with self.api.session.get(self.api.url + self.path, params=params,
                                                 timeout=aiohttp.ClientTimeout(total=remaining + 5)) as resp:
                     if resp.status != 200:
-                        raise E2EError(f"the pod WATCH was answered {resp.status}: {status_message(await resp.read())}")
+                        raise E2EError(f"the {self.what} WATCH was answered {resp.status}: "
+                                       f"{status_message(await resp.read())}")
                     self.established.set()
                     async for line in resp.content:
                         if line.strip():
@@ -316,12 +317,35 @@ class BindWatch:
 
     def on_event(self, event: dict[str, Any], now: float) -> None:
         obj = event.get("object") or {}
-        if event.get("type") == "ERROR":  # e.g. 410 Expired: bind times after the gap would be wrong
-            raise E2EError(f"the pod watch failed: {obj.get('message') or obj}")
+        if event.get("type") == "ERROR":  # e.g. 410 Expired: times after the gap would be wrong
+            raise E2EError(f"the {self.what} watch failed: {obj.get('message') or obj}")
         metadata = obj.get("metadata") or {}
         self.resource_version = metadata.get("resourceVersion", self.resource_version)
-        if event.get("type") not in ("ADDED", "MODIFIED"):
-            return
+        if event.get("type") in ("ADDED", "MODIFIED"):
+            self.on_object(obj, metadata, now)
+
+    def on_object(self, obj: dict[str, Any], metadata: dict[str, Any], now: float) -> None:
+        raise NotImplementedError
+
+
+class BindWatch(_Watch):
+    """Stamps each measured pod when a WATCH first shows it bound; removes deleted bound pods at once."""
+
+    path = "/api/v1/pods"
+    what = "pod"
+
+    def __init__(self, api: Api, keys: Iterable[tuple[str, str]], resource_version: str) -> None:
+        super().__init__(api, resource_version)
+        self.pending = set(keys)
+        self.bound: dict[tuple[str, str], tuple[float, str]] = {}  # (ns, name) -> (monotonic time, node)
+        self.rebinds = 0  # a bound pod seen on another node: must stay 0
+        self.victims = 0  # bound pods the scheduler deleted (preemption), removed by the harness
+        self.deleting: set[str] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.first_bound = asyncio.Event()
+        self.last_bind = time.monotonic()
+
+    def on_object(self, obj: dict[str, Any], metadata: dict[str, Any], now: float) -> None:
         node = (obj.get("spec") or {}).get("nodeName")
         if node and metadata.get("deletionTimestamp"):
             self.remove(metadata)
@@ -356,3 +380,35 @@ class BindWatch:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+class ScheduledEventWatch(_Watch):
+    """Stamps each measured pod when a WATCH of Events first shows its ``Scheduled`` Event (kube-scheduler's
+    and scorer's, events.k8s.io/v1 or core v1: the core v1 view shows both, ``regarding`` as
+    ``involvedObject``). ``wait_for(keys)`` sets ``complete`` once each of ``keys`` has one."""
+
+    path = "/api/v1/events"
+    selector = "reason=Scheduled"
+    what = "Event"
+
+    def __init__(self, api: Api, keys: Iterable[tuple[str, str]], resource_version: str) -> None:
+        super().__init__(api, resource_version)
+        self.measured = set(keys)
+        self.seen: dict[tuple[str, str], float] = {}  # (ns, name) -> monotonic time of its first Scheduled Event
+        self.awaited: set[tuple[str, str]] | None = None
+
+    def on_object(self, obj: dict[str, Any], metadata: dict[str, Any], now: float) -> None:
+        regarding = obj.get("involvedObject") or {}
+        key = (str(regarding.get("namespace", "")), str(regarding.get("name", "")))
+        if regarding.get("kind") != "Pod" or key not in self.measured or key in self.seen:
+            return
+        self.seen[key] = now
+        self._check()
+
+    def wait_for(self, keys: Iterable[tuple[str, str]]) -> None:
+        self.awaited = set(keys)
+        self._check()
+
+    def _check(self) -> None:
+        if self.awaited is not None and self.awaited <= self.seen.keys():
+            self.complete.set()

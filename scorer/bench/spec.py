@@ -41,6 +41,8 @@ and ``null`` for the rest)::
      "cpu_per_pod": {"ms", "ms_after_first_bind", "cycle_share", "start_up_s", "extender_ms",
                      "control_plane_ms", "machine_busy"}
                     (end to end only: ``scorer.bench.e2e_metrics.cpu_per_pod``),
+     "events": {"scheduled", "bound", "last_after_last_bind_s"} (end to end only: the bound pods with their
+               Scheduled Event when the CPU was read, and when the last came after the last bind),
      "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>",
      "repeats": {"runs", "failed", "cycle_p50_ms": [...], "cycle_p99_ms": [...], "pods_per_second": [...],
                  "peak_rss_mb": [...]}  (only with --repeat N > 1: the point is the run with the median p50),
