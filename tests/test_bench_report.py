@@ -71,6 +71,7 @@ def synthetic_result() -> dict[str, Any]:
     ours["cpu_per_pod"] = {"ms": 0.95, "ms_after_first_bind": 0.7, "cycle_share": 0.4, "start_up_s": 0.5,
                            "control_plane_ms": 1.02, "machine_busy": 0.874}
     ours["throughput"]["first_bind_after_start_s"] = 0.89
+    ours["events"] = {"scheduled": 1000, "bound": 1000, "last_after_last_bind_s": 1.234}
     theirs["cpu_per_pod"] = {"ms": 1.31, "ms_after_first_bind": 1.2, "cycle_share": None, "start_up_s": 0.1}
     points += [ours, theirs]
     points.append(make_point("preemption", 5000, error="runner exited with status 137 (killed: out of memory?)"))
@@ -152,10 +153,10 @@ def test_table_shows_the_end_to_end_ratios_and_failures() -> None:
     e2e_block = text.split("End to end, scorer / kube-scheduler on the same control plane\n\n")[1].split("\n\n")[0]
     assert [cells(line) for line in e2e_block.splitlines()][2] == [
         "plain", "500", "adaptive", "900", "450", "2.00x", "0.300", "0.600", "0.50x", "131", "131", "1.00x"]
-    cpu_block = text.split("the share of the machine's cores busy)\n\n")[1].split("\n\n")[0]
+    cpu_block = text.split("the bound pods have theirs)\n\n")[1].split("\n\n")[0]
     assert [cells(line) for line in cpu_block.splitlines()][2] == [
-        "plain", "500", "adaptive", "0.950", "0.700", "40%", "0.89", "1.020", "87%",
-        "1.310", "1.200", "-", "-", "-", "-"]
+        "plain", "500", "adaptive", "0.950", "0.700", "40%", "0.89", "1.020", "87%", "1.23",
+        "1.310", "1.200", "-", "-", "-", "-", "-"]
     failed = text.split("Failed points\n\n")[1].splitlines()
     assert cells(failed[2]) == ["preemption", "in-process", "5,000", "adaptive",
                                 "runner exited with status 137 (killed: out of memory?)"]

@@ -211,7 +211,8 @@ def render_table(result: dict[str, Any]) -> str:
             if _repeats(points, "e2e") else ""), _e2e_table(points)),
         ("End to end, where each scheduler's CPU goes (ms of its process's CPU per bound pod: in all, start-up "
          "included; from the first bind on; the scheduling algorithm's share of the latter; seconds to the first "
-         "bind; kube-apiserver's and etcd's CPU per bound pod meanwhile; the share of the machine's cores busy)",
+         "bind; kube-apiserver's and etcd's CPU per bound pod meanwhile; the share of the machine's cores busy; the "
+         "last Scheduled Event, seconds after the last bind: the CPU is read once the bound pods have theirs)",
          _e2e_cpu_table(points)),
         ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control plane "
          "(scorer's mean ms per request; the stand-in extender answers at once: the protocol's own cost)",
@@ -325,13 +326,15 @@ def _e2e_cpu_table(points: list[dict[str, Any]]) -> list[str]:
             share = _figure(point, "cpu_per_pod", "cycle_share")
             first = _figure(point, "throughput", "first_bind_after_start_s")
             busy = _figure(point, "cpu_per_pod", "machine_busy")
+            events = _figure(point, "events", "last_after_last_bind_s")
             row += [_ms(_figure(point, "cpu_per_pod", "ms")), _ms(_figure(point, "cpu_per_pod", "ms_after_first_bind")),
                     "-" if share is None else f"{share:.0%}", "-" if first is None else f"{first:.2f}",
-                    _ms(_figure(point, "cpu_per_pod", "control_plane_ms")), "-" if busy is None else f"{busy:.0%}"]
+                    _ms(_figure(point, "cpu_per_pod", "control_plane_ms")), "-" if busy is None else f"{busy:.0%}",
+                    "-" if events is None else f"{events:.2f}"]
         rows.append(row)
     headers = ("workload", "nodes", "pct", "scorer ms/pod", "after 1st bind", "in cycle", "1st bind s",
-               "API+etcd ms/pod", "busy", "kube ms/pod", "after 1st bind", "in cycle", "1st bind s",
-               "API+etcd ms/pod", "busy")
+               "API+etcd ms/pod", "busy", "Events s", "kube ms/pod", "after 1st bind", "in cycle", "1st bind s",
+               "API+etcd ms/pod", "busy", "Events s")
     return _table(headers, rows, right_from=1) if any(cell != "-" for row in rows for cell in row[3:]) else []
 
 
