@@ -322,3 +322,115 @@ async def test_forget_reaches_the_sink_after_the_pods_last_writes_even_when_the_
     plain = BufferedRecorder(InMemoryCluster([], [], []))
     plain.forget(p)
     assert plain.pending == 0
+
+
+class SlowSink(Sink):
+    """Each Event waits for its own release: the writes under way are those started and not released."""
+
+    def __init__(self, fail_on=()):
+        super().__init__(fail_on)
+        self.releases: dict[str, asyncio.Event] = {}
+        self.started: list[str] = []
+
+    async def write_event(self, pod, type_, reason, action, note):
+        self.started.append(note)
+        release = self.releases.setdefault(note, asyncio.Event())
+        await release.wait()
+        await super().write_event(pod, type_, reason, action, note)
+
+    def under_way(self) -> list[str]:
+        return [note for note in self.started if not self.releases[note].is_set()]
+
+    def release(self, note: str) -> None:
+        self.releases.setdefault(note, asyncio.Event()).set()
+
+
+async def settled() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_events_of_distinct_pods_are_written_side_by_side_up_to_the_limit():
+    from scorer.cluster.recorder import MAX_EVENT_WRITES
+
+    sink = SlowSink()
+    recorder = BufferedRecorder(sink)
+    notes = [f"e{i}" for i in range(MAX_EVENT_WRITES + 3)]
+    for i, note in enumerate(notes):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
+    flush = asyncio.create_task(recorder.flush())
+    await settled()
+    assert sink.under_way() == notes[:MAX_EVENT_WRITES]  # the limit, in the buffer's order
+    sink.release("e3")
+    await settled()
+    assert sink.under_way() == [*notes[:3], *notes[4:MAX_EVENT_WRITES + 1]]  # one ended: the next one starts
+    for note in notes:
+        sink.release(note)
+    await asyncio.wait_for(flush, 5)
+    assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
+
+
+async def test_one_pods_writes_and_every_other_entry_keep_their_order():
+    """A pod's second Event waits for its first; a condition (any entry but an Event) waits for the Events
+    under way, and the Events after it for it."""
+    sink = SlowSink()
+    recorder = BufferedRecorder(sink)
+    a, b, c = make_pod("a"), make_pod("b"), make_pod("c")
+    recorder.record(a, "Normal", "Scheduled", "Binding", "a1")
+    recorder.record(b, "Normal", "Scheduled", "Binding", "b1")
+    recorder.record(a, "Normal", "Scheduled", "Binding", "a2")
+    recorder.record(c, "Normal", "Scheduled", "Binding", "c1")
+    recorder.set_pod_condition(c, "False", "Unschedulable", "x")
+    recorder.record(b, "Normal", "Scheduled", "Binding", "b2")
+    flush = asyncio.create_task(recorder.flush())
+    await settled()
+    assert sink.under_way() == ["a1", "b1"]  # a2 waits for a1, and the entries after it for a2
+    sink.release("a1")
+    await settled()
+    assert sink.under_way() == ["b1", "a2", "c1"]
+    for note in ("b1", "a2", "c1"):
+        sink.release(note)
+    await settled()
+    assert sink.under_way() == ["b2"] and ("condition", "default/c", "False", "Unschedulable") in sink.written
+    assert sink.written.index(("condition", "default/c", "False", "Unschedulable")) == 4  # after the four Events
+    sink.release("b2")
+    await asyncio.wait_for(flush, 5)
+    assert [w[3] for w in sink.written if w[0] == "event"][-1] == "b2"
+
+
+async def test_writes_failing_in_a_row_go_one_at_a_time():
+    """The first Events go side by side and all fail: from then on (``BACKOFF_AFTER`` failures in a row) one
+    at a time, each after its pause, until a write works again."""
+    from scorer.cluster.recorder import BACKOFF_AFTER, MAX_EVENT_WRITES
+
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    count = MAX_EVENT_WRITES + 4
+    sink = Sink(fail_on={f"e{i}" for i in range(count)})
+    in_flight = 0
+    at_start: dict[str, int] = {}
+    write = sink.write_event
+
+    async def counted(pod, type_, reason, action, note):
+        nonlocal in_flight
+        in_flight += 1
+        at_start[note] = in_flight
+        await asyncio.sleep(0.001)
+        try:
+            await write(pod, type_, reason, action, note)
+        finally:
+            in_flight -= 1
+
+    sink.write_event = counted
+    recorder = BufferedRecorder(sink, sleep=sleep)
+    for i in range(count):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", f"e{i}")
+    recorder.record(make_pod("ok"), "Normal", "Scheduled", "Binding", "works")
+    await recorder.flush()
+    assert recorder.failed == count and at_start["e7"] == MAX_EVENT_WRITES  # the first ones side by side
+    assert [at_start[f"e{i}"] for i in range(MAX_EVENT_WRITES, count)] == [1] * 4 and at_start["works"] == 1
+    assert len(pauses) == count - BACKOFF_AFTER + 1 and sink.written == [("event", "default/ok", "Scheduled",
+                                                                            "works")]

@@ -3,6 +3,12 @@
 The scheduling cycle calls ``record`` / ``set_pod_condition``, which append to
 a bounded in-memory buffer and return: no I/O, no await. ``run`` drains the
 buffer to the writer in the background, in order; ``flush`` drains it now.
+Events of distinct pods are written side by side, up to ``MAX_EVENT_WRITES``
+at once (one at a time, each Event waited its round trip: about 0.3 ms of CPU
+each against 0.2 ms side by side, and a scheduler binding 1,000 pods a second
+fell behind); two of one pod never are, and any other entry waits for those
+under way, so each pod's writes keep their order and every other kind keeps
+the buffer's. While writes fail in a row (below) they go one at a time.
 When the buffer is full, new entries are dropped and counted (``dropped``)
 rather than blocking the cycle; kube's event broadcaster drops the same way.
 Preemption's writes (``delete_pod`` of a victim, ``clear_nominated_node``)
@@ -56,6 +62,7 @@ BACKOFF_AFTER = 3  # failed writes in a row before the drain pauses between writ
 MIN_PAUSE = 0.05  # seconds; doubled after each further failure ...
 MAX_PAUSE = 1.0  # ... up to this
 PREEMPTION_ATTEMPTS = 5  # tries of a victim's deletion or a nomination's clearing before it is given up
+MAX_EVENT_WRITES = 8  # Events of distinct pods written at once (the drain's module docstring)
 
 @attrs.frozen(slots=True)
 class _PodWrite:
@@ -194,24 +201,44 @@ class BufferedRecorder:
         (shutdown, drivers), the failures still counted are logged too."""
         async with self._lock:
             buffer = self._buffer
-            while buffer:
-                entry = buffer.popleft()
-                if isinstance(entry, _Forget):
-                    self.sink.forget(entry.pod_key)
-                    continue
-                try:
-                    await self._write(entry)
-                except Exception as exc:
-                    await self._failed(entry, exc)
-                    continue
-                self._failures_in_a_row = 0
-                if self._failing:
-                    self._recovered(entry.kind)
+            writing: dict[asyncio.Future[None], str] = {}  # Events being written -> their pod's key
+            try:
+                while buffer or writing:
+                    entry = buffer[0] if buffer else None
+                    if (isinstance(entry, _Event) and len(writing) < MAX_EVENT_WRITES
+                            and self._failures_in_a_row < BACKOFF_AFTER and entry.pod.key not in writing.values()):
+                        buffer.popleft()
+                        writing[asyncio.ensure_future(self._write_one(entry))] = entry.pod.key
+                        continue
+                    if writing:  # as many as may be, the same pod's, or an entry that waits for them: one ends
+                        done, _ = await asyncio.wait(writing, return_when=asyncio.FIRST_COMPLETED)
+                        for future in done:
+                            del writing[future]
+                        continue
+                    entry = buffer.popleft()
+                    if isinstance(entry, _Forget):
+                        self.sink.forget(entry.pod_key)
+                    else:
+                        await self._write_one(entry)
+            finally:
+                for future in writing:  # (cancelled: shutdown)
+                    future.cancel()
             if self._dropping:
                 self._dropping = False
                 log.warning("event buffer drained; %d events dropped so far", self.dropped)
             if self._wake is None:
                 self._repeats.flush()
+
+    async def _write_one(self, entry: _Write) -> None:
+        """Write ``entry``; count and log a failure (``_failed``) or a success."""
+        try:
+            await self._write(entry)
+        except Exception as exc:
+            await self._failed(entry, exc)
+            return
+        self._failures_in_a_row = 0
+        if self._failing:
+            self._recovered(entry.kind)
 
     async def _write(self, entry: _Write) -> None:
         sink = self.sink
