@@ -146,6 +146,7 @@ def assemble(
         metrics=metrics,
         max_concurrent_bindings=max_concurrent_bindings,
     )
+    recorder.yield_to = scheduler.bindings_under_way
     warnings = config.warnings + tuple(w for profile in resolved for w in profile.warnings) + tuple(hub.warnings)
     return Assembly(registry, config, resolved, cache, frameworks, queue, scheduler, _dedupe(warnings), hub,
                     metrics, EventHandlers(cache, queue, frameworks), recorder)

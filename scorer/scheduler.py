@@ -168,6 +168,10 @@ class Scheduler:
             metrics.watch(pending=queue.pending_counts, cache_sizes=cache.sizes,
                           bindings=lambda: len(self.binding_tasks))
 
+    def bindings_under_way(self) -> bool:
+        """Whether a binding is past Permit and not done (the recorder's Events yield to them)."""
+        return self._binding_slots.in_use > 0
+
     # -- the algorithm, for explain and tests ---------------------------------------
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod, *, evaluate_all: bool = False,
                      score_all: bool = False) -> ScheduleResult:

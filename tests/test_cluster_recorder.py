@@ -370,6 +370,32 @@ async def test_events_of_distinct_pods_are_written_side_by_side_up_to_the_limit(
     assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
 
 
+async def test_events_go_one_at_a_time_while_bindings_are_under_way():
+    from scorer.cluster.recorder import MAX_EVENT_WRITES
+
+    sink = SlowSink()
+    recorder = BufferedRecorder(sink)
+    binding = [True]
+    recorder.yield_to = lambda: binding[0]
+    notes = [f"e{i}" for i in range(MAX_EVENT_WRITES + 3)]
+    for i, note in enumerate(notes):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
+    flush = asyncio.create_task(recorder.flush())
+    await settled()
+    assert sink.under_way() == ["e0"]
+    sink.release("e0")
+    await settled()
+    assert sink.under_way() == ["e1"]  # still binding: the next one alone
+    binding[0] = False
+    sink.release("e1")
+    await settled()
+    assert sink.under_way() == notes[2:MAX_EVENT_WRITES + 2]  # the bindings done: up to the limit again
+    for note in notes:
+        sink.release(note)
+    await asyncio.wait_for(flush, 5)
+    assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
+
+
 async def test_one_pods_writes_and_every_other_entry_keep_their_order():
     """A pod's second Event waits for its first; a condition (any entry but an Event) waits for the Events
     under way, and the Events after it for it."""

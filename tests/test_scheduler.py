@@ -199,6 +199,19 @@ async def test_bindings_past_permit_are_bounded():
     assert all(p.node_name == "n1" for p in cluster.pods.values())
 
 
+async def test_the_recorder_knows_when_bindings_are_under_way():
+    """The recorder's Events go one at a time while a binding is past Permit (``yield_to``)."""
+    asm, _ = build(config_with("SlowPreBind"), [make_node("n1")], [make_pod("p")], SlowPreBind)
+    assert asm.recorder.yield_to == asm.scheduler.bindings_under_way and not asm.scheduler.bindings_under_way()
+    SlowPreBind.release = asyncio.Event()
+    turn = asm.scheduler.schedule_one()
+    await until(lambda: SlowPreBind.inside == 1)
+    assert asm.scheduler.bindings_under_way()
+    SlowPreBind.release.set()
+    assert await turn.binding
+    assert not asm.scheduler.bindings_under_way()
+
+
 async def test_a_crashing_binding_task_is_logged_and_its_pod_requeued(caplog, monkeypatch):
     asm, cluster = build(None, [make_node("n1")], [make_pod("p", cpu="1")])
 
