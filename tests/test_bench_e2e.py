@@ -3,6 +3,7 @@ end-to-end points against the real API server (marked ``kube``) with scorer and 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import stat
 from pathlib import Path
@@ -187,6 +188,22 @@ def test_the_point_says_how_many_bound_pods_had_their_event_when_the_cpu_was_rea
     point = {"warnings": []}
     e2e.record_events(point, events, binds)
     assert point["events"]["last_after_last_bind_s"] == 3.25 and point["warnings"] == []
+
+
+async def test_a_point_says_why_its_event_watch_ended() -> None:
+    binds = e2e_api.BindWatch(NO_API, [("bench", "a")], "1")
+    binds.bound = {("bench", "a"): (10.0, "node-0")}
+    events = e2e_api.ScheduledEventWatch(NO_API, binds.pending, "1")
+
+    async def fails() -> None:
+        raise e2e.E2EError("the Event watch failed: too old resource version")
+
+    task = asyncio.create_task(fails())
+    await asyncio.gather(task, return_exceptions=True)
+    point: dict[str, Any] = {"warnings": []}
+    e2e.record_events(point, events, binds, task)
+    assert point["events"] == {"scheduled": 0, "bound": 1, "last_after_last_bind_s": None}
+    assert point["warnings"][1] == "the Event watch ended: the Event watch failed: too old resource version"
 
 
 # --- the Setup as API requests ----------------------------------------------------------------------

@@ -437,11 +437,12 @@ async def measure(run: Run, command: list[str]) -> None:
         pollers.append(first_bind_cpu)
         watch.last_bind = t0
         outcome = await wait_bound(watch, watch_task, proc, deadline, run.extender)
-        await wait_scheduled_events(events, events_task, watch, deadline)
+        if outcome in ("complete", "stalled"):  # (a scheduler that exited writes no more)
+            await wait_scheduled_events(events, events_task, watch, deadline)
         point["cpu_seconds"] = cpu_split(cpu_before, cpu_snapshot({**pids, "scheduler": proc.pid}),
                                          time.monotonic() - t0)
         record_binds(point, watch, t0, outcome)
-        record_events(point, events, watch)
+        record_events(point, events, watch, events_task)
         at_first_bind = first_bind_cpu.result() if first_bind_cpu.done() else None
         if proc.poll() is None:
             text = await record_metrics(point, api, port, len(watch.bound), deadline + 10)
@@ -566,9 +567,10 @@ async def wait_scheduled_events(events: ScheduledEventWatch, events_task: asynci
     complete.cancel()
 
 
-def record_events(point: dict[str, Any], events: ScheduledEventWatch, watch: BindWatch) -> None:
+def record_events(point: dict[str, Any], events: ScheduledEventWatch, watch: BindWatch,
+                  events_task: asyncio.Task[None] | None = None) -> None:
     """``events``: how many bound pods had their ``Scheduled`` Event when the CPU was read, and how long
-    after the last bind the last of them came."""
+    after the last bind the last of them came; a warning when some had none (and why the watch ended)."""
     times = [events.seen[key] for key in watch.bound if key in events.seen]
     point["events"] = {"scheduled": len(times), "bound": len(watch.bound),
                        "last_after_last_bind_s": round(max(times) - watch.last_bind, 3) if times else None}
@@ -576,6 +578,8 @@ def record_events(point: dict[str, Any], events: ScheduledEventWatch, watch: Bin
     if missing:
         point["warnings"].append(f"{missing} of {len(watch.bound)} bound pods had no Scheduled Event within "
                                  f"{EVENTS_SECONDS:.0f} s after the last bind: the CPU was read without them")
+    if events_task is not None and events_task.done() and not events_task.cancelled() and events_task.exception():
+        point["warnings"].append(f"the Event watch ended: {events_task.exception()}")
 
 
 def record_binds(point: dict[str, Any], watch: BindWatch, t0: float, outcome: str) -> None:
