@@ -396,6 +396,33 @@ async def test_events_go_one_at_a_time_while_bindings_are_under_way():
     assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
 
 
+async def test_events_do_not_yield_to_bindings_once_the_buffer_is_half_full():
+    from scorer.cluster.recorder import MAX_EVENT_WRITES
+
+    sink = SlowSink()
+    recorder = BufferedRecorder(sink, capacity=2 * MAX_EVENT_WRITES + 4)
+    recorder.yield_to = lambda: True  # bindings that never stop
+    notes = [f"e{i}" for i in range(2 * MAX_EVENT_WRITES + 4)]
+    for i, note in enumerate(notes):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
+    flush = asyncio.create_task(recorder.flush())
+    await settled()
+    # the buffer full: side by side up to the limit while at least half the capacity waits ...
+    assert sink.under_way() == notes[:MAX_EVENT_WRITES]
+    for note in notes[:3]:
+        sink.release(note)
+    await settled()
+    assert sink.under_way() == notes[3:MAX_EVENT_WRITES + 3] and recorder.pending == MAX_EVENT_WRITES + 1
+    for note in notes[3:MAX_EVENT_WRITES + 3]:  # ... then, under half, one at a time again
+        sink.release(note)
+    await settled()
+    assert sink.under_way() == [notes[MAX_EVENT_WRITES + 3]]
+    for note in notes:
+        sink.release(note)
+    await asyncio.wait_for(flush, 5)
+    assert recorder.pending == 0
+
+
 async def test_one_pods_writes_and_every_other_entry_keep_their_order():
     """A pod's second Event waits for its first; a condition (any entry but an Event) waits for the Events
     under way, and the Events after it for it."""
