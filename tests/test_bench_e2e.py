@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -188,6 +189,24 @@ def test_the_point_says_how_many_bound_pods_had_their_event_when_the_cpu_was_rea
     point = {"warnings": []}
     e2e.record_events(point, events, binds)
     assert point["events"]["last_after_last_bind_s"] == 3.25 and point["warnings"] == []
+
+
+async def test_the_wait_for_events_ends_when_they_are_in_or_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    binds = e2e_api.BindWatch(NO_API, [("bench", "a"), ("bench", "b")], "1")
+    binds.bound = {("bench", "a"): (10.0, "node-0"), ("bench", "b"): (11.0, "node-1")}
+    events = e2e_api.ScheduledEventWatch(NO_API, binds.pending, "1")
+    watching = asyncio.create_task(asyncio.sleep(60))  # (the watch, still running)
+    monkeypatch.setattr(e2e, "EVENTS_SECONDS", 0.2)
+    started = time.monotonic()
+    await e2e.wait_scheduled_events(events, watching, binds, time.monotonic() + 60)  # b's never comes
+    assert 0.15 <= time.monotonic() - started < 5 and not events.complete.is_set()
+    monkeypatch.setattr(e2e, "EVENTS_SECONDS", 30.0)
+    asyncio.get_running_loop().call_later(0.05, events.on_event, scheduled_event("bench", "b", "3"), 12.0)
+    events.seen[("bench", "a")] = 11.5
+    started = time.monotonic()
+    await e2e.wait_scheduled_events(events, watching, binds, time.monotonic() + 60)  # ends with b's Event
+    assert time.monotonic() - started < 5 and events.complete.is_set()
+    watching.cancel()
 
 
 async def test_a_point_says_why_its_event_watch_ended() -> None:
