@@ -7,14 +7,15 @@ Events of distinct pods are written side by side, up to ``MAX_EVENT_WRITES``
 at once, but one at a time while ``yield_to`` says bindings are under way (the
 scheduler's ``bindings_under_way``) and the buffer is less than half full: the
 bindings come first, the Events still keep going, and bindings that never stop
-do not leave them to fill the buffer and be dropped. One at a time throughout, each Event waited its round trip
-and a scheduler binding 700 pods a second fell behind: at 500 nodes, the last
-of 3,000 Scheduled Events came 4-6 s after the last bind, against about 2 s
-now (side by side throughout: about 1.5 s, but fewer pods bound a second, as
-the Events then compete with the bindings at the API server). Two writes of one
-pod are never under way at once, and any other entry waits for those under
-way, so each pod's writes keep their order and every other kind keeps the
-buffer's. While writes fail in a row (below) they go one at a time.
+do not leave them to fill the buffer and be dropped. One at a time throughout,
+each Event waited its round trip and a scheduler binding 700 pods a second fell
+behind: at 500 nodes, the last of 3,000 Scheduled Events came 4-6 s after the
+last bind, against about 2 s now (side by side throughout: about 1.5 s, but
+fewer pods bound a second, as the Events then compete with the bindings at the
+API server). Two writes of one pod are never under way at once, and any other
+entry waits for those under way, so each pod's writes keep their order and
+every other kind keeps the buffer's. While writes fail in a row (below) they go
+one at a time.
 When the buffer is full, new entries are dropped and counted (``dropped``)
 rather than blocking the cycle; kube's event broadcaster drops the same way.
 Preemption's writes (``delete_pod`` of a victim, ``clear_nominated_node``)
