@@ -350,24 +350,34 @@ async def settled() -> None:
         await asyncio.sleep(0)
 
 
+def flush_events(recorder: BufferedRecorder, count: int) -> tuple[list[str], asyncio.Task[None]]:
+    """``count`` Scheduled Events of distinct pods recorded (notes ``e0``, ``e1``...), and their flush started."""
+    notes = [f"e{i}" for i in range(count)]
+    for i, note in enumerate(notes):
+        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
+    return notes, asyncio.create_task(recorder.flush())
+
+
+async def all_written(sink: SlowSink, recorder: BufferedRecorder, notes: list[str], flush: asyncio.Task[None]) -> None:
+    """Release every Event: the flush ends with each one written and nothing left."""
+    for note in notes:
+        sink.release(note)
+    await asyncio.wait_for(flush, 5)
+    assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
+
+
 async def test_events_of_distinct_pods_are_written_side_by_side_up_to_the_limit():
     from scorer.cluster.recorder import MAX_EVENT_WRITES
 
     sink = SlowSink()
     recorder = BufferedRecorder(sink)
-    notes = [f"e{i}" for i in range(MAX_EVENT_WRITES + 3)]
-    for i, note in enumerate(notes):
-        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
-    flush = asyncio.create_task(recorder.flush())
+    notes, flush = flush_events(recorder, MAX_EVENT_WRITES + 3)
     await settled()
     assert sink.under_way() == notes[:MAX_EVENT_WRITES]  # the limit, in the buffer's order
     sink.release("e3")
     await settled()
     assert sink.under_way() == [*notes[:3], *notes[4:MAX_EVENT_WRITES + 1]]  # one ended: the next one starts
-    for note in notes:
-        sink.release(note)
-    await asyncio.wait_for(flush, 5)
-    assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
+    await all_written(sink, recorder, notes, flush)
 
 
 async def test_events_go_one_at_a_time_while_bindings_are_under_way():
@@ -377,10 +387,7 @@ async def test_events_go_one_at_a_time_while_bindings_are_under_way():
     recorder = BufferedRecorder(sink)
     binding = [True]
     recorder.yield_to = lambda: binding[0]
-    notes = [f"e{i}" for i in range(MAX_EVENT_WRITES + 3)]
-    for i, note in enumerate(notes):
-        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
-    flush = asyncio.create_task(recorder.flush())
+    notes, flush = flush_events(recorder, MAX_EVENT_WRITES + 3)
     await settled()
     assert sink.under_way() == ["e0"]
     sink.release("e0")
@@ -390,10 +397,7 @@ async def test_events_go_one_at_a_time_while_bindings_are_under_way():
     sink.release("e1")
     await settled()
     assert sink.under_way() == notes[2:MAX_EVENT_WRITES + 2]  # the bindings done: up to the limit again
-    for note in notes:
-        sink.release(note)
-    await asyncio.wait_for(flush, 5)
-    assert sorted(w[3] for w in sink.written) == sorted(notes) and recorder.pending == 0
+    await all_written(sink, recorder, notes, flush)
 
 
 async def test_events_do_not_yield_to_bindings_once_the_buffer_is_half_full():
@@ -402,10 +406,7 @@ async def test_events_do_not_yield_to_bindings_once_the_buffer_is_half_full():
     sink = SlowSink()
     recorder = BufferedRecorder(sink, capacity=2 * MAX_EVENT_WRITES + 4)
     recorder.yield_to = lambda: True  # bindings that never stop
-    notes = [f"e{i}" for i in range(2 * MAX_EVENT_WRITES + 4)]
-    for i, note in enumerate(notes):
-        recorder.record(make_pod(f"p{i}"), "Normal", "Scheduled", "Binding", note)
-    flush = asyncio.create_task(recorder.flush())
+    notes, flush = flush_events(recorder, 2 * MAX_EVENT_WRITES + 4)
     await settled()
     # the buffer full: side by side up to the limit while at least half the capacity waits ...
     assert sink.under_way() == notes[:MAX_EVENT_WRITES]
@@ -417,10 +418,7 @@ async def test_events_do_not_yield_to_bindings_once_the_buffer_is_half_full():
         sink.release(note)
     await settled()
     assert sink.under_way() == [notes[MAX_EVENT_WRITES + 3]]
-    for note in notes:
-        sink.release(note)
-    await asyncio.wait_for(flush, 5)
-    assert recorder.pending == 0
+    await all_written(sink, recorder, notes, flush)
 
 
 async def test_one_pods_writes_and_every_other_entry_keep_their_order():
