@@ -122,6 +122,20 @@ def test_python_schedulers_start_with_their_bytecode_compiled(tmp_path: Path,
     assert {"run", "app", "cycle", "reflector", "nodeaffinity"} <= compiled  # the service and the plugins
 
 
+def test_the_bytecode_warm_up_compiles_the_scorer_the_schedulers_import_not_one_in_the_bench_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bench run from a checkout beside an installed wheel: `python -m scorer` there would be the checkout's.
+    checkout = tmp_path / "checkout"
+    (checkout / "scorer").mkdir(parents=True)
+    (checkout / "scorer" / "__init__.py").write_text("")
+    (checkout / "scorer" / "__main__.py").write_text("")  # (imports nothing, exits 0)
+    monkeypatch.chdir(checkout)
+    e2e.warm_bytecode(tmp_path / "cache")
+    compiled = {path.name.split(".")[0] for path in (tmp_path / "cache").rglob("*.pyc")}
+    assert {"cli", "run", "app", "cycle", "reflector"} <= compiled
+    assert not list((tmp_path / "cache").rglob("checkout"))  # nothing of the checkout's
+
+
 def test_one_warmed_bytecode_cache_serves_every_point_of_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
     warmed: list[Path] = []
     monkeypatch.setattr(e2e_config, "warm_bytecode", warmed.append)
