@@ -35,6 +35,8 @@ def test_smoke_run_writes_the_table_the_json_and_the_plots(tmp_path: Path, capsy
     assert result["config"]["nodes"] == [50, 100] and result["config"]["pods"] == 20
     assert [w["name"] for w in result["config"]["workloads"]] == ["plain", "metrics"]
     assert result["machine"]["cpus"] >= 1 and result["versions"]["kube_scheduler"] is None
+    assert result["machine"]["python_loop_ms"] > 0  # one core's speed, printed after the tables
+    assert f"CPUs, Python loop {result['machine']['python_loop_ms']:.1f} ms\n" in captured.out
     assert "scorer-loadaware" in result["versions"]["plugins"]  # the metric-driven profile's plugins
     assert result["summary"] and result["summary"][0] in captured.out
     assert "| plain" in captured.out and "written" in captured.out

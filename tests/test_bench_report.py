@@ -378,6 +378,18 @@ def test_render_compare_shows_changes_and_counts() -> None:
     assert "Figures: 3 slower, 5 within noise." in text
 
 
+def test_the_machine_is_printed_with_its_python_speed_which_does_not_make_it_another_machine() -> None:
+    result = as_result([make_point("plain", 500)])
+    result["machine"] = {"cpus": 16, "cpu_model": "Test CPU", "memory_mb": 4096, "platform": "Linux",
+                         "python_loop_ms": 41.23}
+    assert report.render_table(result).endswith("Test CPU, 16 CPUs, Python loop 41.2 ms")
+    assert "Python loop" not in report.render_table({**result, "machine": {"cpus": 16}})
+    again = {**result, "machine": {**result["machine"], "python_loop_ms": 39.0}}
+    assert report.compare(again, result)["machine_differs"] is False
+    other = {**result, "machine": {**result["machine"], "cpus": 2}}
+    assert report.compare(other, result)["machine_differs"] is True
+
+
 def test_compare_refuses_a_baseline_that_is_not_a_bench_result() -> None:
     with pytest.raises(ResultFileError, match=r'^the baseline: not a scorer bench result: format is "x", expected '
                                               r'"scorer-bench/v1"$'):

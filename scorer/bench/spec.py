@@ -10,7 +10,8 @@ The result JSON (``--out DIR/result.json``)::
 
     {"format": "scorer-bench/v1",
      "created": "<RFC 3339>", "scorer_version": "...",
-     "machine": {"cpus": 2, "cpu_model": "...", "memory_mb": ..., "platform": "..."},
+     "machine": {"cpus": 2, "cpu_model": "...", "memory_mb": ..., "platform": "...",
+                 "python_loop_ms": <best of 5 runs of a fixed pure-Python loop: one core's speed>},
      "versions": {"python": "...", "numpy": "...", "kube_scheduler": "v1.20.2" | null, ...},
      "config": {"workloads_file": "...", "workloads": [<the workloads as loaded>],
                 "nodes": [...], "pods": N, "config_file": "..." | null,
