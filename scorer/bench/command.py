@@ -367,9 +367,9 @@ def plugin_distributions(registry: PluginRegistry) -> dict[str, str]:
     return {info.source: info.version for info in sorted(plugins, key=lambda i: i.source) if info.source != "scorer"}
 
 
-# One core's speed for Python, to compare figures across machines: the CPU model does not say it (a lent
-# 16-core machine's "Intel(R) Xeon(R) Processor" ran this loop 1.3x slower than a 2-core "AMD EPYC"), nor
-# do machines of one kind (the same in-process point ran 1,498 to 3,243 pods/s on three of them).
+# One core's speed for Python, to compare figures across machines and moments: the CPU model does not say
+# it, nor do machines of one kind (the same in-process point ran 1,498 to 3,243 pods/s on three lent 16-core
+# machines), and a virtual machine's varies with its host's other work (30 to 50 ms here on one 2-core VM).
 PYTHON_LOOP_ROUNDS = 5
 PYTHON_LOOP_UPDATES = 300_000
 
