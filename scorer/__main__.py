@@ -25,6 +25,8 @@ For ``scorer run``, the reflectors' first lists are asked for before the rest of
 (``scorer.kube.early``): the API server encodes them while Python imports.
 """
 
+from scorer import startup  # noqa: I001 - first: the start-up phases count from here
+
 import gc
 import os
 import sys
@@ -66,6 +68,7 @@ EARLY_LISTS = early.start(sys.argv[1:])
 
 from scorer.cli import main as cli_main  # noqa: E402 - after the variables: scorer.cli imports numpy
 
+startup.mark("imported")
 gc.freeze()
 gc.enable()
 

@@ -32,7 +32,7 @@ import attrs
 import orjson
 import yaml
 
-from scorer import __version__
+from scorer import __version__, startup
 from scorer.bench import options as bench_options
 from scorer.config import describe_resolved, effective_config, load_and_resolve
 from scorer.errors import DEBUG_ENV, ConfigError, InputError, PluginError, ScorerError, debug_enabled
@@ -259,6 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         no_scheduling=args.no_scheduling, metrics_file=args.metrics, early_lists=args.early_lists)
     logs.configure(options.log_format)
     service = build_service(options)
+    startup.mark("built")
     for warning in (*map(_failure_warning, service.asm.registry.failures), *service.asm.warnings):
         logging.getLogger("scorer.service").warning("%s", warning)
     return asyncio.run(serve(service))

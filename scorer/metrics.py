@@ -44,7 +44,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.utils import INF, floatToGoString
 
-from scorer import __version__
+from scorer import __version__, startup
 
 M = TypeVar("M", Counter, Gauge, Histogram)
 
@@ -161,6 +161,7 @@ class SchedulerMetrics:
         reg.register(self._state)
         ProcessCollector(registry=reg)
         reg.register(_AddressSpaceLimit())
+        reg.register(_StartupPhases())
         # Labelled children by label values: prometheus_client's labels() costs microseconds, a dict
         # lookup does not (a LoopHistogram keeps its own).
         self._attempt_children: dict[tuple[str, str], tuple[Counter, HistogramChild]] = {}
@@ -306,6 +307,23 @@ class _AddressSpaceLimit:
         yield GaugeMetricFamily("process_virtual_memory_max_bytes",
                                 "Maximum amount of virtual memory available in bytes.",
                                 value=-1 if soft == resource.RLIM_INFINITY else soft)
+
+
+class _StartupPhases:
+    """``scorer_startup_seconds{phase}``: the phases of the process's start reached so far (``scorer.startup``)."""
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "scorer_startup_seconds",
+            "Seconds from the start of scorer's code to each phase of its start-up: 'imported' (its modules "
+            "loaded), 'built' (the service assembled), 'synced' (every first list delivered: scheduling "
+            "starts). A phase not reached yet has no sample.", labels=["phase"])
+        for phase, seconds in startup.reached().items():
+            family.add_metric([phase], seconds)
+        yield family
 
 
 class HistogramChild:

@@ -407,6 +407,11 @@ def test_scorer_binds_every_pod_end_to_end() -> None:
     point = e2e.run_e2e_point(plain_setup(30, 20), spec, config_path=None, timeout=120)
     check_smoke_point(point, "scorer")
     assert point["attempt_ms"]["metric"] == "scheduler_scheduling_attempt_duration_seconds"
+    # where its start went: modules loaded, service built, first lists in, all before its first bind
+    phases = point["startup_s"]
+    assert list(phases) == ["imported", "built", "synced"], phases
+    assert 0 < phases["imported"] <= phases["built"] <= phases["synced"]
+    assert phases["synced"] < point["throughput"]["first_bind_after_start_s"]
 
 
 @pytest.mark.kube
@@ -418,6 +423,7 @@ def test_kube_scheduler_binds_every_pod_end_to_end() -> None:
     point = e2e.run_e2e_point(plain_setup(30, 20), spec, config_path=None, timeout=120)
     check_smoke_point(point, "kube-scheduler")
     assert point["attempt_ms"]["metric"] == "scheduler_e2e_scheduling_duration_seconds"  # the 1.20 name
+    assert point["startup_s"] is None  # (scorer's own family)
 
 
 @pytest.mark.kube

@@ -72,6 +72,8 @@ def synthetic_result() -> dict[str, Any]:
                            "control_plane_ms": 1.02, "machine_busy": 0.874}
     ours["throughput"]["first_bind_after_start_s"] = 0.89
     ours["events"] = {"scheduled": 1000, "bound": 1000, "last_after_last_bind_s": 1.234}
+    ours["startup_s"] = {"imported": 0.412, "built": 0.4356, "synced": 0.47}
+    theirs["throughput"]["first_bind_after_start_s"] = 0.25
     theirs["cpu_per_pod"] = {"ms": 1.31, "ms_after_first_bind": 1.2, "cycle_share": None, "start_up_s": 0.1}
     points += [ours, theirs]
     points.append(make_point("preemption", 5000, error="runner exited with status 137 (killed: out of memory?)"))
@@ -132,7 +134,7 @@ def test_table_has_a_row_per_point_and_every_section() -> None:
     titles = [line for line in text.splitlines() if line and not line.startswith("|")]
     assert [t.split(" (")[0].split(",")[0] for t in titles] == [
         "Points", "Mean ms per extension point", "The 4 slowest plugins per point", "Cycle cost against node count",
-        "End to end", "End to end", "Failed points"]
+        "End to end", "End to end", "End to end", "Failed points"]
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
     points_table = tables[0]
     assert len(points_table) == 2 + len(result["points"])
@@ -156,7 +158,13 @@ def test_table_shows_the_end_to_end_ratios_and_failures() -> None:
     cpu_block = text.split("the bound pods have theirs)\n\n")[1].split("\n\n")[0]
     assert [cells(line) for line in cpu_block.splitlines()][2] == [
         "plain", "500", "adaptive", "0.950", "0.700", "40%", "0.89", "1.020", "87%", "1.23",
-        "1.310", "1.200", "-", "-", "-", "-", "-"]
+        "1.310", "1.200", "-", "0.25", "-", "-", "-"]
+    start_block = text.split("seconds after the process start)\n\n")[1].split("\n\n")[0]
+    header, _, row = (cells(line) for line in start_block.splitlines())
+    assert header == ["workload", "nodes", "pct", "imported", "built", "synced", "scorer 1st bind", "kube 1st bind"]
+    assert row == ["plain", "500", "adaptive", "0.41", "0.44", "0.47", "0.89", "0.25"]
+    assert "where scorer's start goes" not in report.render_table(
+        {"points": [p for p in synthetic_result()["points"] if p.get("startup_s") is None]})
     failed = text.split("Failed points\n\n")[1].splitlines()
     assert cells(failed[2]) == ["preemption", "in-process", "5,000", "adaptive",
                                 "runner exited with status 137 (killed: out of memory?)"]

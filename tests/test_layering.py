@@ -4,7 +4,7 @@ Layers, from the bottom; a module may import only from its own layer or below:
 
  0. ``scorer`` (the package ``__init__``, which holds only the version), ``scorer.errors``, ``scorer.inputs``,
     ``scorer.quantity``, ``scorer.metrics``, ``scorer.logsummary``, ``scorer.tasks``, ``scorer.exposition``,
-    ``scorer.codecache``, ``scorer.codecache_slot``
+    ``scorer.codecache``, ``scorer.codecache_slot``, ``scorer.startup``
  1. ``scorer.model``
  2. ``scorer.state``
  3. ``scorer.cache``
@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "scorer": 0,
     "scorer.errors": 0, "scorer.inputs": 0, "scorer.quantity": 0, "scorer.metrics": 0, "scorer.logsummary": 0,
     "scorer.tasks": 0, "scorer.exposition": 0, "scorer.codecache": 0, "scorer.codecache_slot": 0,
+    "scorer.startup": 0,
     "scorer.model": 1,
     "scorer.state": 2,
     "scorer.cache": 3,

@@ -144,6 +144,7 @@ from scorer.bench.e2e_metrics import (
     poll_rss,
     proc_status,
     scrape,
+    startup_s,
     summary_ms,
 )
 from scorer.bench.runner import METRICS_CONFIG, histogram_quantile
@@ -180,6 +181,7 @@ __all__ = [
     "run_e2e_point",
     "scorer_config",
     "setup_objects",
+    "startup_s",
     "summary_ms",
     "throughput",
     "v1beta1_profile",
@@ -227,7 +229,8 @@ def empty_point(setup: Setup, spec: PointSpec, config_path: str | None) -> dict[
             "cycle_ms": None, "cycle_source": "algorithm histogram", "attempt_ms": None, "throughput": None,
             "extension_points_ms": {}, "plugins_ms": {},
             "memory": {"peak_rss_mb": None, "base_rss_mb": None, "bytes_per_node": None, "bytes_per_pod": None},
-            "cpu_seconds": None, "cpu_per_pod": None, "events": None, "load_s": {}, "wall_s": None, "check": {},
+            "cpu_seconds": None, "cpu_per_pod": None, "events": None, "startup_s": None, "load_s": {}, "wall_s": None,
+            "check": {},
             "warnings": [], "error": None,
             "kube_version": KUBE_VERSION,
             **({"extender": empty_extender(spec.scheduler)} if spec.scheduler in EXTENDED else {})}
@@ -613,6 +616,7 @@ async def record_metrics(point: dict[str, Any], api: Api, port: int, bound: int,
     point["attempt_ms"] = summary_ms(text, ATTEMPT)
     point["extension_points_ms"] = extension_points_ms(text)
     point["plugins_ms"] = plugins_ms(text)
+    point["startup_s"] = startup_s(text)
     return text
 
 

@@ -154,6 +154,18 @@ def cycle_ms(metrics_text: str) -> dict[str, Any] | None:
             "count": found["count"], "blocks_p50": None}
 
 
+STARTUP = "scorer_startup_seconds"
+
+
+def startup_s(metrics_text: str) -> dict[str, float] | None:
+    """scorer's start-up phases from its ``scorer_startup_seconds`` (seconds from the start of its code),
+    None when the scheduler exports none (kube-scheduler)."""
+    phases = {sample.labels.get("phase", ""): round(sample.value, 3)
+              for family in text_string_to_metric_families(metrics_text) if family.name == STARTUP
+              for sample in family.samples}
+    return phases or None
+
+
 def cpu_per_pod(cpu: Mapping[str, float] | None, at_first_bind: float | None, bound: int,
                 metrics_text: str | None) -> dict[str, Any] | None:
     """Where the scheduler's CPU goes, per bound pod: ``ms`` (its process from its start, start-up and the

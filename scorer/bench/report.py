@@ -108,6 +108,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _whole(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
@@ -214,6 +218,9 @@ def render_table(result: dict[str, Any]) -> str:
          "bind; kube-apiserver's and etcd's CPU per bound pod meanwhile; the share of the machine's cores busy; the "
          "last Scheduled Event, seconds after the last bind: the CPU is read once the bound pods have theirs)",
          _e2e_cpu_table(points)),
+        ("End to end, where scorer's start goes (seconds from the start of its code to its modules loaded, its "
+         "service built and every first list delivered; then its first bind and kube-scheduler's, seconds after "
+         "the process start)", _e2e_start_table(points)),
         ("End to end, kube-scheduler with scorer as its extender / kube-scheduler alone on the same control plane "
          "(scorer's mean ms per request; the stand-in extender answers at once: the protocol's own cost)",
          _extender_table(points)),
@@ -351,14 +358,27 @@ def _e2e_cpu_table(points: list[dict[str, Any]]) -> list[str]:
             busy = _figure(point, "cpu_per_pod", "machine_busy")
             events = _figure(point, "events", "last_after_last_bind_s")
             row += [_ms(_figure(point, "cpu_per_pod", "ms")), _ms(_figure(point, "cpu_per_pod", "ms_after_first_bind")),
-                    "-" if share is None else f"{share:.0%}", "-" if first is None else f"{first:.2f}",
+                    "-" if share is None else f"{share:.0%}", _seconds(first),
                     _ms(_figure(point, "cpu_per_pod", "control_plane_ms")), "-" if busy is None else f"{busy:.0%}",
-                    "-" if events is None else f"{events:.2f}"]
+                    _seconds(events)]
         rows.append(row)
     headers = ("workload", "nodes", "pct", "scorer ms/pod", "after 1st bind", "in cycle", "1st bind s",
                "API+etcd ms/pod", "busy", "Events s", "kube ms/pod", "after 1st bind", "in cycle", "1st bind s",
                "API+etcd ms/pod", "busy", "Events s")
     return _table(headers, rows, right_from=1) if any(cell != "-" for row in rows for cell in row[3:]) else []
+
+
+def _e2e_start_table(points: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for pair in _e2e_pairs(points):
+        phases = [_figure(pair.measured, "startup_s", phase) for phase in ("imported", "built", "synced")]
+        if all(value is None for value in phases):
+            continue
+        firsts = [_figure(point, "throughput", "first_bind_after_start_s") for point in (pair.measured, pair.kube)]
+        rows.append([pair.workload, f"{pair.nodes:,}", _pct(pair.percentage),
+                     *(_seconds(value) for value in (*phases, *firsts))])
+    headers = ("workload", "nodes", "pct", "imported", "built", "synced", "scorer 1st bind", "kube 1st bind")
+    return _table(headers, rows, right_from=1) if rows else []
 
 
 def _extender(point: dict[str, Any], key: str, verb: str) -> float | None:

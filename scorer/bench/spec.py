@@ -44,6 +44,8 @@ and ``null`` for the rest)::
                     (end to end only: ``scorer.bench.e2e_metrics.cpu_per_pod``),
      "events": {"scheduled", "bound", "last_after_last_bind_s"} (end to end only: the bound pods with their
                Scheduled Event when the CPU was read, and when the last came after the last bind),
+     "startup_s": {"imported", "built", "synced"} | null (end to end, scorer only: its
+                  ``scorer_startup_seconds``, seconds from the start of its code to each phase),
      "wall_s": ..., "check": {...}, "warnings": [...], "error": null | "<one line>",
      "repeats": {"runs", "failed", "cycle_p50_ms": [...], "cycle_p99_ms": [...], "pods_per_second": [...],
                  "peak_rss_mb": [...]}  (only with --repeat N > 1: the point is the run with the median p50),

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from scorer import exposition
+from scorer import exposition, startup
 from scorer.assembly import Assembly
 from scorer.cluster.interface import ClusterSource
 from scorer.config import effective_config
@@ -171,6 +171,7 @@ class Service:
     async def run_scheduling(self) -> None:
         """The scheduling loop's task: wait for the caches (and for leadership), then ``Scheduler.run``."""
         await self.source.wait_for_sync()
+        startup.mark("synced")
         log.info("caches synced: %d nodes, %d assigned pods, %d pending pods queued", len(self.asm.cache.table),
                  len(self.asm.cache.pod_node), len(self.asm.queue.pending_pods()))
         if self.elector is not None and not self.elector.is_leader:
