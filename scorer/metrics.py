@@ -320,7 +320,7 @@ class _StartupPhases:
             "scorer_startup_seconds",
             "Seconds from the start of scorer's code to each phase of its start-up: 'imported' (its modules "
             "loaded), 'built' (the service assembled), 'synced' (every first list delivered: scheduling "
-            "starts). A phase not reached yet has no sample.", labels=["phase"])
+            "starts, on a standby once it leads). A phase not reached yet has no sample.", labels=["phase"])
         for phase, seconds in startup.reached().items():
             family.add_metric([phase], seconds)
         yield family

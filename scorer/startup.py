@@ -7,7 +7,8 @@ it, some tens of milliseconds, is not in them). ``mark(phase)`` keeps the first 
 
 * ``imported``: scorer's modules loaded (``scorer.__main__``, every command);
 * ``built``: the service assembled from its configuration (``scorer run``);
-* ``synced``: every reflector's first list delivered, so scheduling starts (``scorer run``).
+* ``synced``: every reflector's first list delivered, so scheduling starts (on a standby, once it leads;
+  ``scorer run``).
 
 Where the first bind comes after that, the bench says (``scorer bench --e2e``), and ``/metrics`` shows
 how the phases went on any machine without a profiler.

@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from scorer import startup
 from scorer.bench.resultfile import check_result
 from scorer.inputs.reader import MiB
 
@@ -371,13 +372,13 @@ def _e2e_cpu_table(points: list[dict[str, Any]]) -> list[str]:
 def _e2e_start_table(points: list[dict[str, Any]]) -> list[str]:
     rows = []
     for pair in _e2e_pairs(points):
-        phases = [_figure(pair.measured, "startup_s", phase) for phase in ("imported", "built", "synced")]
+        phases = [_figure(pair.measured, "startup_s", phase) for phase in startup.PHASES]
         if all(value is None for value in phases):
             continue
         firsts = [_figure(point, "throughput", "first_bind_after_start_s") for point in (pair.measured, pair.kube)]
         rows.append([pair.workload, f"{pair.nodes:,}", _pct(pair.percentage),
                      *(_seconds(value) for value in (*phases, *firsts))])
-    headers = ("workload", "nodes", "pct", "imported", "built", "synced", "scorer 1st bind", "kube 1st bind")
+    headers = ("workload", "nodes", "pct", *startup.PHASES, "scorer 1st bind", "kube 1st bind")
     return _table(headers, rows, right_from=1) if rows else []
 
 
