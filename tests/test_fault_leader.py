@@ -55,6 +55,16 @@ async def test_a_fenced_client_sends_reads_but_no_write(control_plane) -> None:
         response = await client.request("GET", "/api/v1/namespaces/default/configmaps/fence-b")
         assert response.status == 404  # the read was sent; the write never was
         assert (await client.request("GET", "/api/v1/namespaces/default/configmaps/fence-a")).status == 200
+        # Paused (or slow) after the first check, until the lease is gone: the check made once the connection is
+        # ready, right before the request is written, refuses it too.
+        answers = iter([True, False] * 3)
+        client.fence = lambda: next(answers)
+        sent = client.requests
+        for method in ("POST", "PATCH", "DELETE"):
+            with pytest.raises(FencedWrite):
+                await client.request(method, "/api/v1/namespaces/default/configmaps/fence-a", body={})
+        assert client.requests == sent and client.fenced == 7
+        assert (await client.request("GET", "/api/v1/namespaces/default/configmaps/fence-a")).status == 200
 
 
 async def test_a_fenced_loop_starts_no_cycle_and_loses_no_pod(caplog) -> None:

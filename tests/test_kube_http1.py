@@ -214,6 +214,27 @@ async def test_a_line_break_in_the_path_or_a_header_is_not_sent() -> None:
     assert server.requests == []
 
 
+async def test_a_closed_gate_sends_nothing_and_keeps_the_connection() -> None:
+    async with Server(created()) as server:
+        client = pool(server)
+        asked: list[str] = []
+
+        def gate(answer: bool) -> Callable[[], bool]:
+            def ask() -> bool:
+                asked.append("once the connection is ready")
+                return answer
+            return ask
+
+        assert (await client.request("POST", "/a", {}, b"{}", 5.0, gate=gate(True)))[0] == 201
+        with pytest.raises(http1.GateClosed, match=r"^PATCH /b$"):
+            await client.request("PATCH", "/b", {}, b"{}", 5.0, gate=gate(False))
+        assert (await client.request("DELETE", "/c", {}, None, 5.0))[0] == 201
+        await asyncio.sleep(0.05)
+        assert [r.split(b" ")[:2] for r in server.requests] == [[b"POST", b"/prefix/a"], [b"DELETE", b"/prefix/c"]]
+        assert len(asked) == 2 and server.connections == client.opened == 1
+        await client.close()
+
+
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="not an http"):
         Http1Pool("unix:///var/run/x", None, connections=1)

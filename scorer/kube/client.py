@@ -62,7 +62,7 @@ from prometheus_client import CollectorRegistry, Counter
 from scorer.errors import ScorerError
 from scorer.kube.config import ClusterAccess
 from scorer.kube.early import EarlyAnswer, EarlyListError, EarlyLists
-from scorer.kube.http1 import Http1Pool, TransportError
+from scorer.kube.http1 import GateClosed, Http1Pool, TransportError
 from scorer.kube.ratelimit import TokenBucket
 from scorer.logsummary import RepeatLog
 from scorer.metrics import LoopHistogram, exponential_buckets, labelled_child
@@ -97,6 +97,12 @@ class FencedWrite(ApiUnavailable):
 
 
 WRITE_FREE_METHODS = frozenset({"GET", "HEAD"})  # what a fenced client still sends
+# The writes sent through the lean client (``Http1Pool``) when they have no query: the per-pod ones
+# (bindings, Events, status patches, preemption's deletions) and the volume updates. There the fence is
+# asked again right before the request is written, once a connection is ready: a process paused after
+# the first check (by SIGSTOP, say, until its lease is gone) sends nothing when it wakes. A PUT (the
+# lease's renewals) goes through aiohttp.
+LEAN_METHODS = frozenset({"POST", "PATCH", "DELETE"})
 
 
 @attrs.frozen(slots=True)
@@ -332,22 +338,25 @@ class ApiClient:
             async with self.stream(method, path, params=params, read_timeout=self.timeout.total, timed=True) as held:
                 return ApiResponse(held.status, await held.read(), dict(held.headers))
         await self.bucket.acquire()
-        if self.fence is not None and method not in WRITE_FREE_METHODS and not self.fence():
-            self.fenced += 1
-            self._repeats.warning("fenced writes", "not sending %s %s: this process does not hold the leader "
-                                  "lease (its renew deadline passed)", method, path)
-            raise FencedWrite(f"{method} {path}: not sent: this process does not hold the leader lease")
+        fence = self.fence if method not in WRITE_FREE_METHODS else None
+        if fence is not None and not fence():
+            raise self._fenced(method, path)
         headers = {**self.access.headers(), "Accept": "application/json", "User-Agent": self.user_agent}
         data = None
         if body is not None:
             data = orjson.dumps(body)
             headers["Content-Type"] = content_type
         self.requests += 1
-        code = NO_ANSWER
+        code: str | None = NO_ANSWER
         try:
-            if method == "POST" and not params:
-                status, answer_headers, answer = await self._post_pool().request(
-                    method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT)
+            if method in LEAN_METHODS and not params:  # (the fence asked again once the connection is ready)
+                try:
+                    status, answer_headers, answer = await self._post_pool().request(
+                        method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT, gate=fence)
+                except GateClosed:
+                    self.requests -= 1  # (not sent: neither counted nor timed)
+                    code = None
+                    raise self._fenced(method, path) from None
                 code = str(status)
                 return ApiResponse(status, answer, answer_headers)
             async with self._open().request(method, self.access.server + path, data=data, params=params,
@@ -358,10 +367,17 @@ class ApiClient:
         except (*_TRANSPORT_ERRORS, TransportError) as error:
             raise _unavailable(f"{method} {self.access.server}{path}", error) from None
         finally:
-            if self.metrics is not None:
+            if self.metrics is not None and code is not None:
                 self.metrics.count(code, method, self._host)
                 self.metrics.observe(method, self.access.server + url_template(path, params),
                                      time.perf_counter() - start)
+
+    def _fenced(self, method: str, path: str) -> FencedWrite:
+        """The ``FencedWrite`` of a write not sent, counted and logged."""
+        self.fenced += 1
+        self._repeats.warning("fenced writes", "not sending %s %s: this process does not hold the leader "
+                              "lease (its renew deadline passed)", method, path)
+        return FencedWrite(f"{method} {path}: not sent: this process does not hold the leader lease")
 
     async def prepare_writes(self) -> None:
         """Open a connection for the POSTs (bindings, Events) ahead of the first (``Http1Pool.prepare``)."""
