@@ -346,15 +346,13 @@ class ApiClient:
         if body is not None:
             data = orjson.dumps(body)
             headers["Content-Type"] = content_type
-        self.requests += 1
-        code: str | None = NO_ANSWER
+        code: str | None = NO_ANSWER  # None: not sent (the fence's second answer was no)
         try:
             if method in LEAN_METHODS and not params:  # (the fence asked again once the connection is ready)
                 try:
                     status, answer_headers, answer = await self._post_pool().request(
                         method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT, gate=fence)
                 except GateClosed:
-                    self.requests -= 1  # (not sent: neither counted nor timed)
                     code = None
                     raise self._fenced(method, path) from None
                 code = str(status)
@@ -367,10 +365,12 @@ class ApiClient:
         except (*_TRANSPORT_ERRORS, TransportError) as error:
             raise _unavailable(f"{method} {self.access.server}{path}", error) from None
         finally:
-            if self.metrics is not None and code is not None:
-                self.metrics.count(code, method, self._host)
-                self.metrics.observe(method, self.access.server + url_template(path, params),
-                                     time.perf_counter() - start)
+            if code is not None:  # (sent: counted and timed)
+                self.requests += 1
+                if self.metrics is not None:
+                    self.metrics.count(code, method, self._host)
+                    self.metrics.observe(method, self.access.server + url_template(path, params),
+                                         time.perf_counter() - start)
 
     def _fenced(self, method: str, path: str) -> FencedWrite:
         """The ``FencedWrite`` of a write not sent, counted and logged."""

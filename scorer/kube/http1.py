@@ -95,8 +95,7 @@ class Http1Pool:
             async with asyncio.timeout(timeout), self._slots:
                 connection = await self._connection()
                 if gate is not None and not gate():
-                    connection.idle_since = time.monotonic()
-                    self._idle.append(connection)
+                    self._keep(connection)
                     raise GateClosed(f"{method} {path}")
                 try:
                     status, answer_headers, answer, keep = await self._exchange(connection, data, method)
@@ -104,8 +103,7 @@ class Http1Pool:
                     connection.close()
                     raise
                 if keep:
-                    connection.idle_since = time.monotonic()
-                    self._idle.append(connection)
+                    self._keep(connection)
                 else:
                     connection.close()
                 return status, answer_headers, answer
@@ -124,6 +122,10 @@ class Http1Pool:
                 connection = await self._connection()
         except (TimeoutError, OSError, ValueError):
             return
+        self._keep(connection)
+
+    def _keep(self, connection: _Connection) -> None:
+        """``connection`` idle from now, for the next request."""
         connection.idle_since = time.monotonic()
         self._idle.append(connection)
 
