@@ -528,7 +528,7 @@ class PrometheusServer:
         for _ in range(int(timeout / interval) + 2):
             try:
                 active = self.targets_health()
-                last = [(t["scrapeUrl"], t["health"]) for t in active]
+                last = [(t["scrapeUrl"], t["health"], t.get("lastError", "")) for t in active]
                 up = {t["scrapeUrl"] for t in active if t["health"] == "up"}
                 if len(active) >= len(self.targets) and len(up) >= len(set(self.targets)):
                     return

@@ -106,8 +106,9 @@ class TwoJobPrometheus(PrometheusServer):
 
 
 @pytest.fixture(scope="module")
-def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str, TwoJobPrometheus]]:
-    """(kube-scheduler's /metrics, scorer's /metrics, a Prometheus scraping both) after both bound PODS pods."""
+def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str, TwoJobPrometheus, ScorerProcess]]:
+    """(kube-scheduler's /metrics, scorer's /metrics, a Prometheus scraping both, scorer's process) after both
+    bound PODS pods."""
     workdir = tmp_path_factory.mktemp("parity")
     cluster = Cluster(plane)
     cluster.ensure_namespace(NAMESPACE)
@@ -122,7 +123,11 @@ def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str,
     with open(workdir / "kube-scheduler.log", "wb") as log:
         kube = subprocess.Popen([kube_scheduler_binary(), f"--config={kube_config}", "--secure-port=0", "-v=1"],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    config = scheduler_config(workdir / "scorer.yaml", SCORER, leader_elect=True, lease=SCORER)
+    # (kube-scheduler's lease timings, as kube-scheduler's here: the tests' short ones (4 s, renewed within 3 s)
+    # can lose the lease on a busy 2-core machine running both schedulers, the API server and Prometheus, and
+    # a leader that loses it exits)
+    config = scheduler_config(workdir / "scorer.yaml", SCORER, leader_elect=True, lease=SCORER,
+                              lease_duration="15s", renew_deadline="10s", retry_period="2s")
     scorer = ScorerProcess(workdir, config, plane.kubeconfig, name="scorer-parity")
     prometheus = None
     try:
@@ -147,7 +152,7 @@ def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str,
             # family is absent
             wait_until(lambda: "scheduler_scheduler_cache_size{" in kube_metrics(), WAIT,
                        "kube-scheduler's cache size reported")
-            yield kube_metrics(), scorer_text, prometheus
+            yield kube_metrics(), scorer_text, prometheus, scorer
     finally:
         kube.terminate()
         kube.wait(timeout=20)
@@ -156,7 +161,7 @@ def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str,
 
 
 def test_every_family_kube_scheduler_has_is_scorers_or_a_documented_difference(scrapes) -> None:
-    kube_text, scorer_text, _ = scrapes
+    kube_text, scorer_text, _, _ = scrapes
     kube, ours = families(kube_text), families(scorer_text)
     differences = documented_differences()
     assert set(differences) <= set(kube), "the README lists a family kube-scheduler 1.20.2 does not have"
@@ -188,14 +193,16 @@ def test_promtool_finds_nothing_to_lint_in_scorers_metrics(scrapes) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian's prometheus package has it)")
-    _, scorer_text, _ = scrapes
+    _, scorer_text, _, _ = scrapes
     check = subprocess.run([promtool, "check", "metrics"], input=scorer_text, capture_output=True, text=True,
                            timeout=30)
     assert (check.returncode, check.stdout + check.stderr) == (0, "")
 
 
 def test_kubernetes_mixin_style_queries_answer_for_both_jobs(scrapes) -> None:
-    _, _, prometheus = scrapes
+    _, _, prometheus, scorer = scrapes
+    assert not scorer.exited(), f"scorer exited with {scorer.proc.returncode}: {scorer.log()[-3000:]}"
+    prometheus.wait_for_scrape(WAIT)  # (else: each target's health and last error)
     missing = []
     for query in QUERIES:
         try:
@@ -203,4 +210,5 @@ def test_kubernetes_mixin_style_queries_answer_for_both_jobs(scrapes) -> None:
                        30, query, interval=0.5)
         except AssertionError:
             missing.append(f"{query}: {sorted({s['metric'].get('job') for s in prometheus.query(query)})}")
-    assert missing == []
+    assert missing == [], (f"targets: {prometheus._targets_summary()}; scorer "
+                           f"{'exited' if scorer.exited() else 'runs'}: {scorer.log()[-3000:]}")
