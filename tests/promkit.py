@@ -506,14 +506,15 @@ class PrometheusServer:
             time.sleep(interval)
         raise TimeoutError(
             f"{query!r}: wanted >= {count} series within {timeout}s, last got {last!r}; "
-            f"targets: {self._targets_summary()}"
+            f"targets: {self.targets_summary()}"
         )
 
     def targets_health(self) -> list[dict[str, Any]]:
         """``/api/v1/targets`` active targets (does not count as a query)."""
         return list(self._get_json("/api/v1/targets", {"state": "active"})["activeTargets"])
 
-    def _targets_summary(self) -> str:
+    def targets_summary(self) -> str:
+        """Each active target's scrape URL, health and last error, for failure messages."""
         try:
             return repr([(t["scrapeUrl"], t["health"], t.get("lastError", "")) for t in self.targets_health()])
         except Exception as exc:  # only for an error message

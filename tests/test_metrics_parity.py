@@ -123,9 +123,9 @@ def scrapes(plane, prometheus_bin, tmp_path_factory) -> Iterator[tuple[str, str,
     with open(workdir / "kube-scheduler.log", "wb") as log:
         kube = subprocess.Popen([kube_scheduler_binary(), f"--config={kube_config}", "--secure-port=0", "-v=1"],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    # (kube-scheduler's lease timings, as kube-scheduler's here: the tests' short ones (4 s, renewed within 3 s)
-    # can lose the lease on a busy 2-core machine running both schedulers, the API server and Prometheus, and
-    # a leader that loses it exits)
+    # (kube-scheduler's default lease timings, as the kube-scheduler beside it has: the tests' short ones (4 s,
+    # renewed within 3 s) can lose the lease on a busy 2-core machine running both schedulers, the API server
+    # and Prometheus, and a leader that loses it exits)
     config = scheduler_config(workdir / "scorer.yaml", SCORER, leader_elect=True, lease=SCORER,
                               lease_duration="15s", renew_deadline="10s", retry_period="2s")
     scorer = ScorerProcess(workdir, config, plane.kubeconfig, name="scorer-parity")
@@ -210,5 +210,5 @@ def test_kubernetes_mixin_style_queries_answer_for_both_jobs(scrapes) -> None:
                        30, query, interval=0.5)
         except AssertionError:
             missing.append(f"{query}: {sorted({s['metric'].get('job') for s in prometheus.query(query)})}")
-    assert missing == [], (f"targets: {prometheus._targets_summary()}; scorer "
+    assert missing == [], (f"targets: {prometheus.targets_summary()}; scorer "
                            f"{'exited' if scorer.exited() else 'runs'}: {scorer.log()[-3000:]}")
