@@ -315,17 +315,17 @@ class ApiClient:
         self.requests = 0  # sent, for tests and metrics
         self._ssl = access.ssl_context()
         self._session: aiohttp.ClientSession | None = None
-        self._posts: Http1Pool | None = None
-        self._posts_loop: asyncio.AbstractEventLoop | None = None
+        self._writes: Http1Pool | None = None
+        self._writes_loop: asyncio.AbstractEventLoop | None = None
         self._repeats = RepeatLog(log)
 
-    def _post_pool(self) -> Http1Pool:
-        """The lean client of POSTs, made on first use in the running event loop."""
+    def _write_pool(self) -> Http1Pool:
+        """The lean client of the writes (``LEAN_METHODS``), made on first use in the running event loop."""
         loop = asyncio.get_running_loop()
-        if self._posts is None or self._posts_loop is not loop:
-            self._posts, self._posts_loop = Http1Pool(self.access.server, self._ssl,
-                                                      connections=REQUEST_CONNECTIONS), loop
-        return self._posts
+        if self._writes is None or self._writes_loop is not loop:
+            self._writes, self._writes_loop = Http1Pool(self.access.server, self._ssl,
+                                                        connections=REQUEST_CONNECTIONS), loop
+        return self._writes
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -354,7 +354,7 @@ class ApiClient:
         try:
             if method in LEAN_METHODS and not params:  # (the fence asked again once the connection is ready)
                 try:
-                    status, answer_headers, answer = await self._post_pool().request(
+                    status, answer_headers, answer = await self._write_pool().request(
                         method, path, headers, data, self.timeout.total or DEFAULT_TIMEOUT, gate=fence)
                 except GateClosed:
                     code = None
@@ -384,10 +384,10 @@ class ApiClient:
         return FencedWrite(f"{method} {path}: not sent: this process does not hold the leader lease")
 
     async def prepare_writes(self) -> None:
-        """Open a connection for the POSTs (bindings, Events) ahead of the first (``Http1Pool.prepare``)."""
+        """Open a connection for the writes (bindings, Events) ahead of the first (``Http1Pool.prepare``)."""
         try:
-            pool = self._post_pool()
-        except ValueError:  # (not an http(s) server: the first POST says so)
+            pool = self._write_pool()
+        except ValueError:  # (not an http(s) server: the first write says so)
             return
         await pool.prepare(self.timeout.total or DEFAULT_TIMEOUT)
 
@@ -450,8 +450,8 @@ class ApiClient:
     async def close(self) -> None:
         if self.early is not None:
             self.early.discard()
-        if self._posts is not None:
-            await self._posts.close()
+        if self._writes is not None:
+            await self._writes.close()
         if self._session is not None:
             await self._session.close()
 
