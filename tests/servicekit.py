@@ -71,6 +71,19 @@ class Cluster:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(create, objects))
 
+    def create_priority_class(self, name: str, value: int) -> None:
+        """Create PriorityClass ``name`` (kept if it exists) and wait until the API server's admission knows it:
+        its Priority plugin reads PriorityClasses from an informer, so a pod naming a class created a moment ago
+        can be refused (403 "no PriorityClass with name ... was found"). A dry-run pod says when it is not."""
+        self.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                  {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                   "value": value}, ok=(200, 201, 409))
+        probe = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "priority-probe"},
+                            "spec": {"priorityClassName": name, "containers": [{"name": "c", "image": "probe"}]}})
+        wait_until(lambda: self.plane.request("POST", "/api/v1/namespaces/default/pods?dryRun=All",
+                                              probe.encode())[0] == 201,
+                   30, f"PriorityClass {name} known to the API server's admission")
+
     def delete_all_nodes(self) -> None:
         self.call("DELETE", "/api/v1/nodes", ok=(200,))
 

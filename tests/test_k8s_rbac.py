@@ -267,9 +267,7 @@ def run_service(control_plane, cluster: Cluster, workdir: Path) -> dict[str, Any
         step(lambda: events(cluster, FITS_NOWHERE, "FailedScheduling"), "a FailedScheduling event")
         condition = step(lambda: pod_scheduled(cluster, FITS_NOWHERE), "the PodScheduled condition")
         # A pod of higher priority that needs the node: scorer deletes the pod that fits (its only victim).
-        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
-                     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                      "metadata": {"name": PRIORITY_CLASS}, "value": 1000}, ok=(201, 409))
+        cluster.create_priority_class(PRIORITY_CLASS, 1000)
         cluster.create_all([pod_manifest(PREEMPTOR, namespace=NAMESPACE, scheduler=SCHEDULER, cpu="3950m",
                                          spec={"nodeSelector": {"kubernetes.io/hostname": NODE},
                                                "priorityClassName": PRIORITY_CLASS})])

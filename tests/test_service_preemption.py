@@ -27,18 +27,12 @@ def plane(tmp_path_factory):
         yield control_plane
 
 
-def priority_class(name: str, value: int) -> dict:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-            "value": value}
-
-
 def test_a_high_priority_pod_preempts_exactly_the_chosen_victim_and_is_bound(plane, tmp_path):
     cluster = Cluster(plane)
     namespace, scheduler = "preempt", "scorer-preempt"
     cluster.ensure_namespace(namespace)
     for name, value in (("low", 1), ("mid", 500), ("urgent", 1000)):
-        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
-                     ok=(200, 201, 409))
+        cluster.create_priority_class(name, value)
     # node-a (3 cpu): low-a (1) and low-b (2); node-b (2 cpu): mid (2). The preemptor needs 2 cpu:
     # on node-a only low-b has to go (low-a comes back in the reprieve); node-b's victim has a
     # higher priority, so node-a is chosen.
@@ -89,8 +83,7 @@ def fill_node(cluster: Cluster, namespace: str, scheduler: str, node: str, victi
     one cpu each, priority low, bound to it."""
     cluster.ensure_namespace(namespace)
     for name, value in (("low", 1), ("urgent", 1000)):
-        cluster.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value),
-                     ok=(200, 201, 409))
+        cluster.create_priority_class(name, value)
     cluster.create_all([node_manifest(node, cpu=str(len(victims)))])
     cluster.create_all([pod_manifest(name, namespace=namespace, scheduler=scheduler, cpu="1",
                                      spec={"nodeName": node, "priorityClassName": "low"}) for name in victims])
