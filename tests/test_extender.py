@@ -23,12 +23,14 @@ from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
 from scorer.errors import InputError
 from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores, read_args
+from scorer.extender import front as extender_front
 from scorer.extender import http as extender_http
 from scorer.extender.extender import UNKNOWN_NODE_SCORE, ScoreAhead
 from scorer.extender.wire import MAX_NODE_NAME, NameList, NodeNames, PodCache, filter_result, node_name_error
 from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
 from scorer.service import app as service_app
+from scorer.service import run as service_run
 from scorer.service.app import Service
 from scorer.service.build import check_extender_options
 from scorer.service.options import ServiceOptions
@@ -589,16 +591,23 @@ def test_the_service_finds_a_requests_pod_in_its_pod_watch():
 
 
 @contextlib.asynccontextmanager
-async def listening(app: web.Application) -> AsyncIterator[int]:
-    """``app`` served on 127.0.0.1 as ``scorer run`` serves it (aiohttp_client's server cancels a handler
-    whose client went away; this one, as the service's, lets it answer); its port."""
-    runner = web.AppRunner(app, access_log=None)
+async def listening(service: Service, *, front: bool = True) -> AsyncIterator[int]:
+    """``service``'s application served on 127.0.0.1 as ``scorer run`` serves it: behind the extender's lean
+    front (``scorer.service.run.listen``), or with aiohttp alone (not ``front``); its port. (aiohttp_client's
+    server cancels a handler whose client went away; this one, as the service's, lets it answer.)"""
+    runner = web.AppRunner(service.app(), access_log=None)
     await runner.setup()
+    listener = lean = None
     try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield runner.addresses[0][1]
+        if front:
+            listener, lean = await service_run.listen(runner, service.options, None)
+            yield listener.sockets[0].getsockname()[1]
+        else:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            yield runner.addresses[0][1]
     finally:
+        service_run.stop_listening(listener, lean)
         await runner.cleanup()
 
 
@@ -660,10 +669,12 @@ async def test_the_endpoints_answer_kube_scheduler_and_count_requests(aiohttp_cl
     assert "metrics-snapshot" in service.supervisor.tasks  # the snapshot is sampled again while it runs
 
 
-async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_bounded(monkeypatch, caplog):
+@pytest.mark.parametrize("front", [True, False], ids=["front", "aiohttp"])
+async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_bounded(monkeypatch, caplog, front):
     monkeypatch.setattr(extender_http, "MAX_BODY", 64 * 1024)
+    monkeypatch.setattr(extender_front, "MAX_BODY", 64 * 1024)
     service = make_service(http_timeout=0.5)
-    async with listening(service.app()) as port:
+    async with listening(service, front=front) as port:
         # 200 MB announced and none of it sent: 413 at once (waiting for the body would take the timeout: 408)
         answer = await exchange(port, head("/scheduler/prioritize", 200_000_000))
         assert answer.startswith(b"HTTP/1.1 413") and b"larger than 65536 bytes (Content-Length 200000000)" in answer
@@ -679,6 +690,7 @@ async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_b
         await exchange(port, head("/scheduler/prioritize", 100) + b'{"Pod"', close=True)
         # the bodies read at once, all requests together, are bounded: the request that goes over gets 503
         monkeypatch.setattr(extender_http, "MAX_BODIES_READING", 96 * 1024)
+        monkeypatch.setattr(extender_front, "MAX_BODIES_READING", 96 * 1024)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(head("/scheduler/prioritize", 60_000) + b" " * 50_000)  # held: 10,000 bytes short
         await asyncio.sleep(0.2)  # (the server reads what came)

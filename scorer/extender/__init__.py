@@ -6,7 +6,9 @@ plugins of profile NAME; kube-scheduler keeps its own plugins and binds.
 
 * ``wire``: the extender v1 JSON, read and written;
 * ``extender``: the verbs over a profile and the scheduler's cache;
-* ``http``: the aiohttp routes and their metrics.
+* ``http``: the verbs over request bodies (``ExtenderVerbs``), the aiohttp routes and their metrics;
+* ``front``: the lean front ahead of aiohttp on the service's listener, which answers kube-scheduler's
+  requests itself and hands every other request to aiohttp.
 """
 
 from scorer.extender.extender import Extender, PluginFailure, extender_scores

@@ -1,5 +1,10 @@
 """The extender's HTTP endpoints in the service's aiohttp application, and their metrics.
 
+``ExtenderVerbs`` answers a verb from a request body already read; the aiohttp
+routes here call it, and so does the lean front (``scorer.extender.front``),
+which answers kube-scheduler's requests on the service's listener before
+aiohttp sees them: the answers, limits and metrics below hold for both.
+
 ``POST <prefix>/filter`` and ``POST <prefix>/prioritize`` (prefix default
 ``/scheduler``, so kube-scheduler's ``urlPrefix`` is
 ``http://<scorer>:10259/scheduler`` with ``filterVerb: filter`` and
@@ -170,84 +175,131 @@ class _Bodies:
                                "try again")
 
 
-def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
-               prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False,
-               watched_pods: Callable[[str], Pod | None] | None = None) -> ExtenderMetrics:
-    """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
-    must arrive within ``body_timeout`` seconds. ``watched_pods``: the pods the service's watch holds, by
-    ``namespace/name`` (``PodCache``: a request's pod is built from the watch's where it can be)."""
-    metrics = ExtenderMetrics(collector_registry)
-    extender.on_unknown = metrics.unknown_nodes.inc
-    bodies = _Bodies(body_timeout)
-    # (filter then prioritize: the same pod, the names it passed)
-    pods, names = PodCache(watched_pods), extender.names
-    ahead = ScoreAhead(metrics.count_ahead)
-    prefix = prefix.rstrip("/")
+class Answer:
+    """An extender answer: its HTTP ``status``, its JSON ``body``, and ``then``, to be called soon after its
+    last bytes went to the transport (None: nothing)."""
 
-    def endpoint(verb: str, handle: Callable[[bytes | bytearray], web.Response]) -> Callable[[web.Request],
-                                                                                 Awaitable[web.Response]]:
-        async def serve(request: web.Request) -> web.Response:
-            start = time.perf_counter()
-            result = "success"
-            try:
-                response = handle(await bodies.read(request))
-            except BadRequest as exc:
-                result = "bad_request"
-                response = _json({"Error": str(exc)}, 400)
-            except _Unread as exc:
-                result = "bad_request"
-                response = _json({"Error": str(exc)}, exc.status)
-                response.force_close()  # (the rest of the body is not read)
-            except PluginFailure as exc:
-                result = "error"
-                response = _json(filter_error(str(exc))) if verb == FILTER else _json({"Error": str(exc)}, 500)
-            except Exception as exc:  # a bug: kube-scheduler gets the error, the process keeps serving
-                log.exception("extender %s failed", verb)
-                result = "error"
-                message = f"internal error: {type(exc).__name__}: {exc}"
-                response = _json(filter_error(message)) if verb == FILTER else _json({"Error": message}, 500)
-            metrics.observe(verb, result, time.perf_counter() - start)
-            return response
+    __slots__ = ("status", "body", "then")
 
-        return serve
+    def __init__(self, status: int, body: bytes, then: Callable[[], None] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.then = then
 
-    def do_filter(body: bytes | bytearray) -> web.Response:
-        args = read_args(body, pods, names)
+
+class ExtenderVerbs:
+    """The extender's verbs over request bodies already read, as both servers of them call them: the aiohttp
+    routes (``add_routes``) and the lean front (``scorer.extender.front``). ``answer`` never raises: a request
+    that cannot be read, a plugin that fails, a bug, each has its answer (module docstring); each request is
+    counted in ``metrics``."""
+
+    def __init__(self, extender: Extender, metrics: ExtenderMetrics, bodies: _Bodies,
+                 watched_pods: Callable[[str], Pod | None] | None = None) -> None:
+        self.extender = extender
+        self.metrics = metrics
+        self.bodies = bodies
+        extender.on_unknown = metrics.unknown_nodes.inc
+        # (filter then prioritize: the same pod, the names it passed)
+        self.pods, self.names = PodCache(watched_pods), extender.names
+        self.ahead = ScoreAhead(metrics.count_ahead)
+        self._handlers: dict[str, Callable[[bytes | bytearray], Answer]] = {FILTER: self._filter,
+                                                                             PRIORITIZE: self._prioritize}
+
+    def answer(self, verb: str, body: bytes | bytearray, start: float) -> Answer:
+        """The answer to ``verb`` (``FILTER`` or ``PRIORITIZE``) with request ``body``; ``start``: when the
+        request's reading began (``time.perf_counter``), for its duration metric."""
+        result = "success"
+        try:
+            answer = self._handlers[verb](body)
+        except BadRequest as exc:
+            result = "bad_request"
+            answer = Answer(400, orjson.dumps({"Error": str(exc)}))
+        except PluginFailure as exc:
+            result = "error"
+            answer = self._failed(verb, str(exc))
+        except Exception as exc:  # a bug: kube-scheduler gets the error, the process keeps serving
+            log.exception("extender %s failed", verb)
+            result = "error"
+            answer = self._failed(verb, f"internal error: {type(exc).__name__}: {exc}")
+        self.metrics.observe(verb, result, time.perf_counter() - start)
+        return answer
+
+    def refused(self, verb: str, start: float) -> None:
+        """Count a request whose body was refused unread (answered 413, 408, 400 or 503)."""
+        self.metrics.observe(verb, "bad_request", time.perf_counter() - start)
+
+    @staticmethod
+    def _failed(verb: str, message: str) -> Answer:
+        if verb == FILTER:  # (kube-scheduler's scheduling error for the pod)
+            return Answer(200, orjson.dumps(filter_error(message)))
+        return Answer(500, orjson.dumps({"Error": message}))  # (kube-scheduler ignores a failed prioritize)
+
+    def _filter(self, body: bytes | bytearray) -> Answer:
+        extender, ahead = self.extender, self.ahead
+        args = read_args(body, self.pods, self.names)
         passed, failed, unresolvable = extender.filter(args)
         answer = orjson.dumps(filter_result(args, passed, failed, unresolvable))
         pod, kept = args.pod, extender.last_passed
         go = ahead.filtered(pod, kept, keeping_decisions=extender.decisions is not None)
         if not go or kept is None:
-            return web.Response(body=answer, content_type="application/json")
-        return _AnswerThen(body=answer, then=lambda: score_ahead(pod, kept))
+            return Answer(200, answer)
+        return Answer(200, answer, lambda: self._score_ahead(pod, kept))
 
-    def score_ahead(pod: Pod, kept: NameList) -> None:
+    def _score_ahead(self, pod: Pod, kept: NameList) -> None:
+        extender, ahead = self.extender, self.ahead
         if not ahead.wanted(pod, kept):  # (prioritize, or another filter, came first)
             return
         args = ExtenderArgs(pod, kept.names, None, kept)
         unknown: list[int] = []  # (counted when the answer is used: the metric counts names in requests)
         counting, extender.on_unknown = extender.on_unknown, unknown.append
         try:
-            answer = names.write_kept(args, extender.prioritize(args))
+            answer = self.names.write_kept(args, extender.prioritize(args))
         except Exception:  # (the prioritize request computes it again and answers what went wrong)
             return
         finally:
             extender.on_unknown = counting
         ahead.store(pod, kept, answer, sum(unknown))
 
-    def do_prioritize(body: bytes | bytearray) -> web.Response:
-        args = read_args(body, pods, names)
-        taken = ahead.take(args.pod, args.kept)
+    def _prioritize(self, body: bytes | bytearray) -> Answer:
+        args = read_args(body, self.pods, self.names)
+        taken = self.ahead.take(args.pod, args.kept)
         if taken is None:
-            return web.Response(body=names.write_kept(args, extender.prioritize(args)),
-                                content_type="application/json")
+            return Answer(200, self.names.write_kept(args, self.extender.prioritize(args)))
         answer, unknown = taken
         if unknown:
-            metrics.unknown_nodes.inc(unknown)
-        return web.Response(body=answer, content_type="application/json")
+            self.metrics.unknown_nodes.inc(unknown)
+        return Answer(200, answer)
 
-    app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER, do_filter))
-    app.router.add_post(f"{prefix}/{PRIORITIZE}", endpoint(PRIORITIZE, do_prioritize))
+
+def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
+               prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False,
+               watched_pods: Callable[[str], Pod | None] | None = None) -> ExtenderVerbs:
+    """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
+    must arrive within ``body_timeout`` seconds. ``watched_pods``: the pods the service's watch holds, by
+    ``namespace/name`` (``PodCache``: a request's pod is built from the watch's where it can be). Returns
+    the verbs, which the lean front (``scorer.extender.front``) serves too."""
+    verbs = ExtenderVerbs(extender, ExtenderMetrics(collector_registry), _Bodies(body_timeout), watched_pods)
+    prefix = prefix.rstrip("/")
+
+    def endpoint(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(request: web.Request) -> web.Response:
+            start = time.perf_counter()
+            try:
+                body = await verbs.bodies.read(request)
+            except _Unread as exc:
+                verbs.refused(verb, start)
+                response = _json({"Error": str(exc)}, exc.status)
+                response.force_close()  # (the rest of the body is not read)
+                return response
+            answer = verbs.answer(verb, body, start)
+            if answer.then is not None:
+                return _AnswerThen(body=answer.body, then=answer.then)
+            return web.Response(body=answer.body, status=answer.status, content_type="application/json")
+
+        return serve
+
+    app.router.add_post(f"{prefix}/{FILTER}", endpoint(FILTER))
+    app.router.add_post(f"{prefix}/{PRIORITIZE}", endpoint(PRIORITIZE))
     if debug:
         async def decisions(request: web.Request) -> web.Response:
             return web.Response(body=orjson.dumps({"profile": extender.profile,
@@ -255,4 +307,4 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
                                                   option=orjson.OPT_INDENT_2), content_type="application/json")
 
         app.router.add_get("/debug/extender", decisions)
-    return metrics
+    return verbs

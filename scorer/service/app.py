@@ -276,6 +276,7 @@ SUPERVISOR_KEY = web.AppKey("supervisor", Supervisor)
 CLIENTS_KEY: web.AppKey[Sequence[Closable]] = web.AppKey("api-clients")
 FINALIZERS_KEY: web.AppKey[Sequence[Callable[[], Awaitable[object]]]] = web.AppKey("finalizers")
 EXTENDER_KEY: web.AppKey[Extender | None] = web.AppKey("extender")
+EXTENDER_VERBS_KEY: web.AppKey[extender_http.ExtenderVerbs | None] = web.AppKey("extender-verbs")
 
 
 def create_app(service: Service) -> web.Application:
@@ -307,14 +308,15 @@ def create_app(service: Service) -> web.Application:
     if options.enable_debug_endpoints:
         app.router.add_get("/configz", _configz)
         app.router.add_get("/debug/queue", _debug_queue)
-    extender = None
+    extender = verbs = None
     if options.extender_profile:
         extender = Extender(asm.frameworks[options.extender_profile], asm.cache, asm.sources,
                             keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
-        extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
+        verbs = extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
                                  body_timeout=options.http_timeout, debug=options.enable_debug_endpoints,
                                  watched_pods=_watched_pods(service.source))
     app[EXTENDER_KEY] = extender
+    app[EXTENDER_VERBS_KEY] = verbs  # (served by the listener's lean front too: scorer.service.run)
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
                             _leader_elector, _scheduling_loop])
     return app

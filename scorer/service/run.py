@@ -2,10 +2,13 @@
 
 ``serve(service)`` starts the application (its cleanup contexts start the
 parts), listens on ``--bind-address``:``--port`` (HTTPS when a certificate
-is given), and waits until a stop is requested: SIGTERM or SIGINT (exit 0),
-or a fatal failure (a lost lease, a crashed scheduling loop: exit 1). Then
-readiness fails, the scheduling loop stops taking pods, in-flight bindings
-get ``binding_grace`` seconds, the lease is released, the reflectors and
+is given; ``listen``: with ``--extender-profile``, each connection starts
+at the extender's lean front, ``scorer.extender.front``, which answers
+kube-scheduler's requests itself and hands any other to aiohttp), and waits
+until a stop is requested: SIGTERM or SIGINT (exit 0), or a fatal failure
+(a lost lease, a crashed scheduling loop: exit 1). Then readiness fails,
+the scheduling loop stops taking pods, in-flight bindings get
+``binding_grace`` seconds, the lease is released, the reflectors and
 sessions close, all within ``shutdown_timeout`` (15 s) in total.
 
 What a client can hold is bounded by ``http_timeout`` (``ServiceOptions``,
@@ -28,6 +31,9 @@ What a client can hold is bounded by ``http_timeout`` (``ServiceOptions``,
   line, without a traceback, and repeats within 30 s as one counted line
   (``scorer.service.logs``).
 
+The lean front keeps these bounds for the requests it answers (its module
+docstring says how).
+
 With TLS, a connection that never completes its handshake is closed by
 asyncio after 60 s.
 
@@ -48,8 +54,9 @@ from concurrent.futures import ThreadPoolExecutor
 from aiohttp import web
 
 from scorer.errors import InputError
+from scorer.extender.front import FrontFactory
 from scorer.service import logs
-from scorer.service.app import Service
+from scorer.service.app import EXTENDER_VERBS_KEY, LINGERING_TIME, Service
 from scorer.service.options import ServiceOptions
 
 log = logging.getLogger("scorer.service")
@@ -61,6 +68,8 @@ EXIT_INPUT = 2
 # What runs in threads is few at a time: a host-name lookup (aiohttp shares one per host) and one query per
 # Prometheus source. Enough that every source of a usual configuration fetches at once, whatever the cores.
 WORKER_THREADS = 8
+#: The listener's backlog of connections not yet accepted (aiohttp's sites' default).
+BACKLOG = 128
 
 
 class ListenError(InputError):
@@ -81,6 +90,28 @@ def server_ssl_context(options: ServiceOptions) -> ssl.SSLContext | None:
     return context
 
 
+async def listen(runner: web.AppRunner, options: ServiceOptions, context: ssl.SSLContext | None
+                 ) -> tuple[asyncio.Server, FrontFactory | None]:
+    """Listen on ``options``' address and port for ``runner``'s application (set up): aiohttp's protocol, behind
+    the extender's lean front where the application serves the extender verbs (``scorer.extender.front``).
+    The listener, and the front (None: none)."""
+    assert runner.server is not None
+    verbs = runner.app[EXTENDER_VERBS_KEY]
+    front = None if verbs is None else FrontFactory(runner.server, verbs, options.extender_prefix,
+                                                    options.http_timeout, LINGERING_TIME)
+    listener = await asyncio.get_running_loop().create_server(front or runner.server, options.bind_address,
+                                                              options.port, ssl=context, backlog=BACKLOG)
+    return listener, front
+
+
+def stop_listening(listener: asyncio.Server | None, front: FrontFactory | None) -> None:
+    """No new connections; the front's closed (aiohttp closes its own in the runner's cleanup)."""
+    if listener is not None:
+        listener.close()
+    if front is not None:
+        front.close_all()
+
+
 async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = None) -> int:
     """Run ``service`` until a stop is requested; the exit status. ``on_listening`` gets the port."""
     options = service.options
@@ -89,14 +120,15 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
     loop.set_default_executor(ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="scorer-worker"))
     runner = web.AppRunner(service.app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
+    listener: asyncio.Server | None = None
+    front: FrontFactory | None = None
     try:
-        site = web.TCPSite(runner, options.bind_address, options.port, ssl_context=context)
         try:
-            await site.start()
+            listener, front = await listen(runner, options, context)
         except OSError as exc:
             where = f"{options.bind_address}:{options.port}"
             raise ListenError(f"cannot listen on {where}: {exc.strerror or exc}") from None
-        port = int(runner.addresses[0][1]) if runner.addresses else options.port
+        port = int(listener.sockets[0].getsockname()[1]) if listener.sockets else options.port
         scheme = "https" if context is not None else "http"
         extender = (f", the extender ({options.extender_prefix.rstrip('/')}/filter, /prioritize; profile "
                     f"{options.extender_profile})" if options.extender_profile else "")
@@ -111,6 +143,7 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
         service.begin_shutdown()
+        stop_listening(listener, front)
         try:
             async with asyncio.timeout(options.shutdown_timeout):
                 await runner.cleanup()
