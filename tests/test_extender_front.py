@@ -13,6 +13,7 @@ from aiohttp import web
 from test_extender import NODES, api_pod, body, make_service, samples
 
 from scorer.extender.front import FrontFactory
+from scorer.service import app as service_app
 from scorer.service import run as service_run
 from scorer.service.app import Service
 
@@ -238,6 +239,19 @@ async def send_all(writer: asyncio.StreamWriter, request: bytes, count: int) -> 
     for _ in range(count):
         writer.write(request)
         await writer.drain()
+
+
+@pytest.mark.parametrize(("prefix", "served"), [
+    ("/scheduler", True), ("/", True), ("/a.b/ext_1~", True), ("/scheduler/", True),
+    ("/schedülér", False), ("/sch%41", False), ("/a/../scheduler", False), ("/a/./b", False)])
+def test_only_a_plain_prefix_is_served_by_the_front(prefix, served):
+    # (aiohttp decodes a request's path before it routes it: such a prefix is left to aiohttp alone)
+    verbs = make_service().app()[service_app.EXTENDER_VERBS_KEY]
+    assert verbs is not None
+    lines = FrontFactory(lambda: asyncio.Protocol(), verbs, prefix, 1.0, 1.0).lines
+    base = prefix.rstrip("/")
+    assert lines == ({f"POST {base}/filter HTTP/1.1".encode(): "filter",
+                      f"POST {base}/prioritize HTTP/1.1".encode(): "prioritize"} if served else {})
 
 
 async def test_stopping_closes_the_fronts_connections():
