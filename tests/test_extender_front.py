@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 
+import attrs
 import orjson
 import pytest
 from aiohttp import web
@@ -252,6 +256,38 @@ def test_only_a_plain_prefix_is_served_by_the_front(prefix, served):
     base = prefix.rstrip("/")
     assert lines == ({f"POST {base}/filter HTTP/1.1".encode(): "filter",
                       f"POST {base}/prioritize HTTP/1.1".encode(): "prioritize"} if served else {})
+
+
+async def test_the_front_serves_over_tls_and_hands_a_tls_connection_to_aiohttp(tmp_path):
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    service = make_service()
+    service.options = attrs.evolve(service.options, tls_cert_file=str(cert), tls_private_key_file=str(key))
+    runner = web.AppRunner(service.app(), access_log=None)
+    await runner.setup()
+    listener, front = await service_run.listen(runner, service.options, service_run.server_ssl_context(service.options))
+    assert front is not None
+    try:
+        client = ssl.create_default_context(cafile=str(cert))
+        client.check_hostname = False
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.sockets[0].getsockname()[1], ssl=client)
+        try:
+            writer.write(kube_request("/scheduler/filter", FILTER))
+            status, _, payload = await read_answer(reader)
+            assert status == 200 and orjson.loads(payload)["NodeNames"] == ["idle", "loud", "half"]
+            assert len(front.fronts) == 1
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: scorer\r\n\r\n")
+            status, _, payload = await read_answer(reader)
+            assert status == 200 and not front.fronts
+        finally:
+            writer.close()
+    finally:
+        service_run.stop_listening(listener, front)
+        await runner.cleanup()
 
 
 async def test_stopping_closes_the_fronts_connections():

@@ -313,8 +313,8 @@ def create_app(service: Service) -> web.Application:
         extender = Extender(asm.frameworks[options.extender_profile], asm.cache, asm.sources,
                             keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
         verbs = extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
-                                 body_timeout=options.http_timeout, debug=options.enable_debug_endpoints,
-                                 watched_pods=_watched_pods(service.source))
+                                         body_timeout=options.http_timeout, debug=options.enable_debug_endpoints,
+                                         watched_pods=_watched_pods(service.source))
     app[EXTENDER_KEY] = extender
     app[EXTENDER_VERBS_KEY] = verbs  # (served by the listener's lean front too: scorer.service.run)
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
