@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from faultproxy import Fault, FaultProxy
 from kubekit import ControlPlane, free_port
@@ -247,3 +249,15 @@ class ThreadedFaultProxy:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and its key (``tls.crt``, ``tls.key`` in ``directory``), made
+    with openssl; the calling test is skipped when openssl is not installed."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key

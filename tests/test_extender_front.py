@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 
 import attrs
 import orjson
 import pytest
 from aiohttp import web
+from servicekit import self_signed_certificate
 from test_extender import NODES, api_pod, body, make_service, samples
 
 from scorer.extender.front import FrontFactory
@@ -259,12 +258,7 @@ def test_only_a_plain_prefix_is_served_by_the_front(prefix, served):
 
 
 async def test_the_front_serves_over_tls_and_hands_a_tls_connection_to_aiohttp(tmp_path):
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed: cannot make a test certificate")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    cert, key = self_signed_certificate(tmp_path)
     service = make_service()
     service.options = attrs.evolve(service.options, tls_cert_file=str(cert), tls_private_key_file=str(key))
     runner = web.AppRunner(service.app(), access_log=None)

@@ -13,6 +13,7 @@ import json
 import logging
 
 import pytest
+from servicekit import self_signed_certificate
 
 from scorer.assembly import assemble
 from scorer.cluster.memory import InMemoryCluster
@@ -394,16 +395,9 @@ def test_run_command_line_errors_are_one_line(tmp_path, capsys):
 
 
 async def test_serves_https_with_a_certificate(tmp_path):
-    import shutil
     import ssl
-    import subprocess
 
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed: cannot make a test certificate")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    cert, key = self_signed_certificate(tmp_path)
     service, cluster, _ = make_service(pods=0)
     service.options = ServiceOptions(config="", bind_address="127.0.0.1", port=0, tls_cert_file=str(cert),
                                      tls_private_key_file=str(key), shutdown_timeout=5.0)
