@@ -71,7 +71,9 @@ def test_a_scheduler_killed_mid_binding_is_succeeded_by_one_that_binds_every_pod
     cluster.create_all([node_manifest(f"k-{i}", cpu="4") for i in range(nodes)])  # 40 pods of 100m each
     names = [f"p-{i}" for i in range(nodes * per_node)]  # all fit, and wait for the scheduler
     cluster.create_all([pod_manifest(n, namespace=namespace, scheduler=scheduler) for n in names])
-    config = scheduler_config(tmp_path / "k.yaml", scheduler)
+    # 100 requests a second: the 800 bindings (and their Events) take seconds, so the kill lands among them. With
+    # the tests' usual 500 qps and burst 1,000, scorer bound all 800 before the harness saw 20 (a fresh clone's run).
+    config = scheduler_config(tmp_path / "k.yaml", scheduler, extra={"clientConnection": {"qps": 100, "burst": 100}})
     first = ScorerProcess(tmp_path, config, plane.kubeconfig, name="first")
     second = None
     try:
