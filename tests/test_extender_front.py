@@ -62,19 +62,6 @@ async def read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]
         return int(lines[0].split()[1]), headers, payload
 
 
-async def ask(port: int, *requests: bytes) -> list[tuple[int, dict[str, str], bytes]]:
-    """``requests`` written on one connection, one at a time, each answer read before the next is sent."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        answers = []
-        for request in requests:
-            writer.write(request)
-            answers.append(await read_answer(reader))
-        return answers
-    finally:
-        writer.close()
-
-
 FILTER = body(list(NODES))
 HEAD = "POST /scheduler/filter HTTP/1.1\r\nHost: scorer\r\n"
 # Requests served by the front and requests handed to aiohttp: each must get the same answer either way.
