@@ -690,7 +690,6 @@ async def test_a_body_is_refused_from_its_length_unread_a_slow_one_cut_and_all_b
         await exchange(port, head("/scheduler/prioritize", 100) + b'{"Pod"', close=True)
         # the bodies read at once, all requests together, are bounded: the request that goes over gets 503
         monkeypatch.setattr(extender_http, "MAX_BODIES_READING", 96 * 1024)
-        monkeypatch.setattr(extender_front, "MAX_BODIES_READING", 96 * 1024)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(head("/scheduler/prioritize", 60_000) + b" " * 50_000)  # held: 10,000 bytes short
         await asyncio.sleep(0.2)  # (the server reads what came)

@@ -31,7 +31,7 @@ service's ``http_timeout``):
   then: at most twice in all);
 * a body must arrive within ``timeout`` of its head, else 408;
 * the bodies being read count against ``MAX_BODIES_READING`` with the aiohttp
-  route's (``ExtenderVerbs.bodies``); over it, 503;
+  route's (``ExtenderVerbs.bodies``, ``RequestBodies.reserve``); over it, 503;
 * after a 408 or 503 the rest of the body is read and dropped for at most
   ``lingering`` seconds (aiohttp's ``lingering_time``: the client gets to read
   the answer), then the connection is closed;
@@ -49,7 +49,7 @@ from collections.abc import Callable
 
 import orjson
 
-from scorer.extender.http import FILTER, MAX_BODIES_READING, MAX_BODY, PRIORITIZE, Answer, ExtenderVerbs
+from scorer.extender.http import FILTER, MAX_BODY, PRIORITIZE, Answer, BodyRefused, ExtenderVerbs
 
 #: A request head (request line and headers) longer than this is handed to aiohttp (kube-scheduler's are
 #: about 200 bytes); aiohttp's own limits are 8190 bytes a line, 128 headers.
@@ -238,19 +238,18 @@ class ExtenderFront(asyncio.Protocol):
             return False  # (aiohttp reads a body without Content-Length as empty, refuses one over MAX_BODY)
         self.verb, self.keep_alive, self.body_at = verb, keep_alive, head_end + 4
         self.start = time.perf_counter()
-        bodies = self.factory.verbs.bodies
-        if bodies.reading + length > MAX_BODIES_READING:
+        try:
+            self.factory.verbs.bodies.reserve(length)
+        except BodyRefused as refused:  # (503)
             self.factory.verbs.refused(verb, self.start)
-            self._refuse(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes read at once; "
-                              "try again", length)
+            self._refuse(refused, length)
             return True
-        bodies.reading += length
         self.counted, self.reading_body = length, True
         return True
 
     def _release(self) -> None:
         """The body no longer counts in the bodies being read (read, refused, or the connection gone)."""
-        self.factory.verbs.bodies.reading -= self.counted
+        self.factory.verbs.bodies.release(self.counted)
         self.counted, self.reading_body = 0, False
 
     def _answer(self, answer: Answer, close: bool) -> None:
@@ -263,13 +262,13 @@ class ExtenderFront(asyncio.Protocol):
         if answer.then is not None:
             self.loop.call_soon(answer.then)
 
-    def _refuse(self, status: int, message: str, length: int) -> None:
-        """Answer ``status`` with ``message``, the request's body of ``length`` bytes not read; what of it
+    def _refuse(self, refused: BodyRefused, length: int) -> None:
+        """Answer ``refused`` (its status and message), the request's body of ``length`` bytes not read; what of it
         still comes is read and dropped for at most ``lingering`` seconds (so the client reads the answer,
         as aiohttp does), then the connection is closed."""
         self._release()
         self._disarm()
-        self._answer(Answer(status, orjson.dumps({"Error": message})), close=True)
+        self._answer(Answer(refused.status, orjson.dumps({"Error": str(refused)})), close=True)
         self.unread = length - (len(self.buffer) - self.body_at)
         self.buffer = bytearray()
         if self.unread <= 0:
@@ -297,7 +296,7 @@ class ExtenderFront(asyncio.Protocol):
         self.timer = None
         if self.reading_body:
             self.factory.verbs.refused(self.verb, self.start)
-            self._refuse(408, f"the request body did not arrive within {self.factory.timeout:g}s", self.counted)
+            self._refuse(BodyRefused.late(self.factory.timeout), self.counted)
 
     # -- aiohttp -------------------------------------------------------------------------
     def _hand_over(self) -> None:

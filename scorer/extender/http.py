@@ -119,7 +119,7 @@ def _json(value: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(value), status=status, content_type="application/json")
 
 
-class _Unread(Exception):
+class BodyRefused(Exception):
     """A request body not read: too large, too slow, cut off, or too much read at once (``status``: 413,
     408, 400, 503)."""
 
@@ -127,22 +127,31 @@ class _Unread(Exception):
         super().__init__(message)
         self.status = status
 
+    @classmethod
+    def late(cls, timeout: float) -> BodyRefused:
+        return cls(408, f"the request body did not arrive within {timeout:g}s")
 
-class _Bodies:
-    """Reads request bodies, the bytes read at once across requests counted against ``MAX_BODIES_READING``."""
+    @classmethod
+    def busy(cls) -> BodyRefused:
+        return cls(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes read at once; try again")
+
+
+class RequestBodies:
+    """Reads request bodies, the bytes read at once across requests counted against ``MAX_BODIES_READING``:
+    the aiohttp routes' (``read``) and the lean front's (``reserve``, ``release``) together."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self.reading = 0  # bytes of bodies being read, all requests together
 
     async def read(self, request: web.Request) -> bytes | bytearray:
-        """The request's body, within ``timeout`` seconds; ``_Unread`` when its Content-Length is over
+        """The request's body, within ``timeout`` seconds; ``BodyRefused`` when its Content-Length is over
         ``MAX_BODY`` (nothing is read), when it grows over ``MAX_BODY`` or the bodies read at once over
         ``MAX_BODIES_READING``, when it is late or cut off. A body that has all arrived with the request's
         head (kube-scheduler's, as a rule) is taken at once: nothing to wait for, the same limits."""
         length = request.content_length
         if length is not None and length > MAX_BODY:
-            raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes (Content-Length {length})")
+            raise BodyRefused(413, f"the request body is larger than {MAX_BODY} bytes (Content-Length {length})")
         if request.content.is_eof() and request.content.exception() is None:
             whole = request.content.read_nowait()
             self._limit(len(whole), self.reading + len(whole))
@@ -157,22 +166,32 @@ class _Bodies:
                     body += chunk
                     self._limit(len(body), self.reading)
         except TimeoutError:
-            raise _Unread(408, f"the request body did not arrive within {self.timeout:g}s") from None
+            raise BodyRefused.late(self.timeout) from None
         except (ConnectionError, web.RequestPayloadError) as exc:  # the client went away, a malformed chunk
-            raise _Unread(400, f"the request body could not be read: {exc}") from None
+            raise BodyRefused(400, f"the request body could not be read: {exc}") from None
         finally:
             self.reading -= counted
         return body
 
     @staticmethod
     def _limit(size: int, reading: int) -> None:
-        """``_Unread`` when a body of ``size`` bytes is over ``MAX_BODY`` (without a Content-Length: chunked),
+        """``BodyRefused`` when a body of ``size`` bytes is over ``MAX_BODY`` (without a Content-Length: chunked),
         or the bodies being read, ``reading`` bytes with it, over ``MAX_BODIES_READING``."""
         if size > MAX_BODY:
-            raise _Unread(413, f"the request body is larger than {MAX_BODY} bytes")
+            raise BodyRefused(413, f"the request body is larger than {MAX_BODY} bytes")
         if reading > MAX_BODIES_READING:
-            raise _Unread(503, f"busy: other requests' bodies take the {MAX_BODIES_READING} bytes read at once; "
-                               "try again")
+            raise BodyRefused.busy()
+
+    def reserve(self, length: int) -> None:
+        """Count a body of ``length`` bytes, about to be read whole, among the bodies being read; ``BodyRefused``
+        (503) when that would take them over ``MAX_BODIES_READING`` (nothing counted)."""
+        if self.reading + length > MAX_BODIES_READING:
+            raise BodyRefused.busy()
+        self.reading += length
+
+    def release(self, length: int) -> None:
+        """A body ``reserve`` counted is read, refused or gone."""
+        self.reading -= length
 
 
 class Answer:
@@ -193,7 +212,7 @@ class ExtenderVerbs:
     that cannot be read, a plugin that fails, a bug, each has its answer (module docstring); each request is
     counted in ``metrics``."""
 
-    def __init__(self, extender: Extender, metrics: ExtenderMetrics, bodies: _Bodies,
+    def __init__(self, extender: Extender, metrics: ExtenderMetrics, bodies: RequestBodies,
                  watched_pods: Callable[[str], Pod | None] | None = None) -> None:
         self.extender = extender
         self.metrics = metrics
@@ -278,7 +297,7 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
     must arrive within ``body_timeout`` seconds. ``watched_pods``: the pods the service's watch holds, by
     ``namespace/name`` (``PodCache``: a request's pod is built from the watch's where it can be). Returns
     the verbs, which the lean front (``scorer.extender.front``) serves too."""
-    verbs = ExtenderVerbs(extender, ExtenderMetrics(collector_registry), _Bodies(body_timeout), watched_pods)
+    verbs = ExtenderVerbs(extender, ExtenderMetrics(collector_registry), RequestBodies(body_timeout), watched_pods)
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -286,7 +305,7 @@ def add_routes(app: web.Application, extender: Extender, collector_registry: Col
             start = time.perf_counter()
             try:
                 body = await verbs.bodies.read(request)
-            except _Unread as exc:
+            except BodyRefused as exc:
                 verbs.refused(verb, start)
                 response = _json({"Error": str(exc)}, exc.status)
                 response.force_close()  # (the rest of the body is not read)
