@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from aiohttp import web
 from kubekit import kube_binaries, kube_controller_manager_binary, kube_scheduler_binary
 
 from scorer.bench import controlplane, e2e, e2e_api, e2e_config
@@ -284,6 +285,37 @@ def test_a_setup_becomes_requests_the_120_api_server_accepts() -> None:
     assert "priorityClassName" not in plain
     assert objects.keys == [("bench", "high"), ("bench", "critical"), ("bench", "plain")]
     assert objects.nodes[0].body["status"]["allocatable"] == NODE_ALLOCATABLE
+
+
+async def test_pods_are_created_once_admission_knows_their_priority_classes(aiohttp_server, monkeypatch) -> None:
+    probes: list[tuple[str, str]] = []
+    refusals = {"late": 2, "never": 10**6}  # 403s before the class is known
+
+    async def dry_run(request: web.Request) -> web.Response:
+        name = (await request.json())["spec"]["priorityClassName"]
+        probes.append((name, request.query.get("dryRun", "")))
+        if name == "bad":
+            return web.json_response({"message": "pods is forbidden: bad"}, status=422)
+        if refusals.get(name, 0) > 0:
+            refusals[name] -= 1
+            return web.json_response({"message": f"no PriorityClass with name {name} was found"}, status=403)
+        return web.json_response({}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/default/pods", dry_run)
+    server = await aiohttp_server(app)
+    api = e2e_api.Api(f"http://127.0.0.1:{server.port}")
+    try:
+        deadline = time.monotonic() + 30
+        await api.wait_admitted(["known", "late"], deadline)
+        assert probes == [("known", "All"), ("late", "All"), ("late", "All"), ("late", "All")]
+        with pytest.raises(e2e.E2EError, match="PriorityClass bad is admitted: .* 422: pods is forbidden"):
+            await api.wait_admitted(["bad"], deadline)
+        monkeypatch.setattr(e2e_api, "ADMISSION_SECONDS", 0.3)
+        with pytest.raises(e2e.E2EError, match="never not known .* within 0.3 s .* 403: no PriorityClass"):
+            await api.wait_admitted(["never"], deadline)
+    finally:
+        await api.close()
 
 
 def test_an_object_the_bench_cannot_create_is_named() -> None:

@@ -280,6 +280,24 @@ def test_an_array_of_names_sent_again_is_neither_decoded_nor_checked_again():
     assert read_args(body(["busy", "idle"]), pods, names).kept is not first.kept
 
 
+def test_a_body_with_a_head_and_names_read_before_is_not_read_again(monkeypatch):
+    names, pods = NodeNames(), PodCache()
+    filtered = read_args(body(["idle", "busy", "half"]), pods, names)
+    passed = names.keep_list(orjson.dumps(["idle", "half"]), ("idle", "half"), np.array([0, 2]))
+    decoded: list[object] = []
+    monkeypatch.setattr(pods, "decode", decoded.append)
+    prioritized = read_args(body(["idle", "half"]), pods, names)  # (kube-scheduler's prioritize after its filter)
+    assert prioritized.pod is filtered.pod and prioritized.kept is passed and decoded == []
+    assert read_args(body(["idle", "half"]), pods, NodeNames()).pod is None and len(decoded) == 1  # (not kept)
+    monkeypatch.undo()
+    other = read_args(body(["idle", "half"], pod=api_pod("web-2")), pods, names)  # another head: read
+    assert other.pod.name == "web-2" and other.kept is passed
+    for i in range(PodCache.HEADS):  # at most HEADS heads kept
+        read_args(body(["idle", "half"], pod=api_pod(f"web-{i + 3}")), pods, names)
+    monkeypatch.setattr(pods, "decode", decoded.append)
+    assert read_args(body(["idle", "half"]), pods, names).pod is None and len(decoded) == 2  # (dropped: read)
+
+
 @pytest.mark.parametrize("raw", [
     # the array's pattern inside a string, in a nested object last, keys in another order or case, white space
     orjson.dumps({"Pod": {**api_pod(), "x": ',"NodeNames":["busy"]}'}, "Nodes": None, "NodeNames": ["idle", "half"]}),
@@ -290,9 +308,9 @@ def test_an_array_of_names_sent_again_is_neither_decoded_nor_checked_again():
     orjson.dumps({"Pod": api_pod(), "NODENAMES": ["busy"], "NodeNames": ["idle", "half"]}),
 ])
 def test_names_are_those_of_the_last_top_level_key_however_the_body_is_written(raw):
-    names = NodeNames()
-    for _ in range(2):  # (the second time from the kept array, where the body allows it)
-        args = read_args(raw, PodCache(), names)
+    names, pods = NodeNames(), PodCache()
+    for cache in (PodCache(), pods, pods):  # (then from the kept array and head, where the body allows it)
+        args = read_args(raw, cache, names)
         assert args.node_names == ("idle", "half") and args.pod.name == "web-1" and args.nodes is None
 
 

@@ -474,6 +474,9 @@ async def load(api: Api, objects: Objects, deadline: float) -> dict[str, float]:
         requests = getattr(objects, phase)
         if requests:
             seconds[phase] = round(await api.create_all(requests, deadline), 2)
+        if phase == "first":  # (a pod naming a PriorityClass its admission does not know yet is refused)
+            await api.wait_admitted([r.body["metadata"]["name"] for r in requests
+                                     if r.body.get("kind") == "PriorityClass"], deadline)
         if phase == "claims" and any(r.body.get("kind") == "PersistentVolume" for r in objects.storage):
             started = time.monotonic()
             await wait_volumes_synced(api, deadline)

@@ -22,6 +22,7 @@ from scorer.bench.e2e_config import (
 from scorer.bench.spec import Setup
 
 CONNECTIONS = 64  # concurrent keep-alive connections creating the objects
+ADMISSION_SECONDS = 30.0  # the longest wait for the API server's admission to know a new PriorityClass
 
 
 # --- the Setup as API requests ---------------------------------------------------------------------------
@@ -222,6 +223,36 @@ class Api:
                 pass
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 2.0)
+
+    async def wait_admitted(self, classes: Iterable[str], deadline: float) -> None:
+        """Waits until the API server's admission knows each PriorityClass of ``classes``: its Priority plugin
+        reads them from an informer, so a pod naming a class created a moment ago can be refused (403 "no
+        PriorityClass with name ... was found"). A dry-run pod naming the class is admitted once it is known;
+        429, 5xx, transport errors and that 403 are tried again, for at most ``ADMISSION_SECONDS``."""
+        until = min(deadline, time.monotonic() + ADMISSION_SECONDS)
+        for name in classes:
+            probe = orjson.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench-priority-probe"},
+                                  "spec": {"priorityClassName": name,
+                                           "containers": [{"name": "probe", "image": "probe"}]}})
+            delay, status, text = 0.02, 0, b""
+            while True:
+                remaining = until - time.monotonic()
+                if remaining <= 0:
+                    raise E2EError(f"PriorityClass {name} not known to the API server's admission within "
+                                   f"{ADMISSION_SECONDS:g} s (last answer {status}: {status_message(text)})")
+                try:
+                    async with self.session.post(f"{self.url}/api/v1/namespaces/default/pods?dryRun=All",
+                                                 data=probe, timeout=aiohttp.ClientTimeout(total=remaining)) as resp:
+                        status, text = resp.status, await resp.read()
+                except (aiohttp.ClientError, TimeoutError):
+                    status, text = 0, b""
+                if status in (200, 201):
+                    break
+                if status not in (0, 403, 429) and status < 500:
+                    raise E2EError(f"checking that PriorityClass {name} is admitted: the API server answered "
+                                   f"{status}: {status_message(text)}")
+                await asyncio.sleep(min(delay, max(0.0, until - time.monotonic())))
+                delay = min(delay * 2, 0.5)
 
     async def create_all(self, requests: Iterable[Request], deadline: float) -> float:
         """Creates every object with CONNECTIONS workers; returns the seconds it took."""

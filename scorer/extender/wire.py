@@ -22,13 +22,17 @@ kube-scheduler writes ``NodeNames`` last (``{"Pod":...,"Nodes":null,"NodeNames":
 and prioritizes the names the filter passed, in the filter's order: ``read_args``
 finds that array's JSON at the end of the body and, when ``NodeNames`` kept the
 same array (the filter's answer, or an earlier request), reads the rest of the
-body only; the names are neither decoded nor checked again (``NameList``).
+body only; the names are neither decoded nor checked again (``NameList``). When
+that rest (the head) is also the same bytes as a request's before (the
+prioritize after a filter), the body is not read at all: it is that request's
+pod with the kept names (``PodCache.by_head``).
 
 What is kept between requests is bounded whatever a client sends: the node
 names (``NodeNames``: checked names and their answers' entry prefixes, at most
 ``NodeNames.MAX_BYTES``; the last ``NodeNames.LISTS`` arrays of names, at most
 ``NodeNames.LIST_BYTES``) and the decoded pods (``PodCache``: pods whose JSON is
-at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them).
+at most ``PodCache.MAX_POD_BYTES``, the last ``PodCache.SIZE`` of them, and the
+pods of the last ``PodCache.HEADS`` bodies' heads, each at most that size).
 """
 
 from __future__ import annotations
@@ -275,10 +279,27 @@ class PodCache:
 
     SIZE = 16
     MAX_POD_BYTES = 64 * 1024
+    #: Request heads kept (``by_head``): kube-scheduler's filter and prioritize of one pod share one.
+    HEADS = 2
 
     def __init__(self, watched: Callable[[str], Pod | None] | None = None) -> None:
         self._pods: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
+        self._heads: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
         self._watched = watched
+
+    def by_head(self, head: bytes) -> Pod | None:
+        """The pod of a request whose body without its ``NodeNames`` member was ``head`` (``keep_head``),
+        None when none is kept: the same bytes decode to the same pod, so they are not decoded again."""
+        return self._heads.get(head)
+
+    def keep_head(self, head: bytes, pod: Pod) -> None:
+        """Keep ``pod`` as the pod of ``head`` (a request's body without its ``NodeNames`` member, read
+        whole): the last ``HEADS`` of them, each at most ``MAX_POD_BYTES``."""
+        if len(head) <= self.MAX_POD_BYTES:
+            self._heads[head] = pod
+            self._heads.move_to_end(head)
+            if len(self._heads) > self.HEADS:
+                self._heads.popitem(last=False)
 
     def decode(self, raw: Mapping[str, Any]) -> Pod:
         try:
@@ -337,10 +358,11 @@ def _split_names(body: bytes | bytearray) -> tuple[bytes, bytes] | None:
     return bytes(body[:at]) + b"}", bytes(body[at + len(_LAST_NAMES) - 1:-1])
 
 
-def _load(body: bytes | bytearray, names: NodeNames | None) -> tuple[Any, NameList | None, list[Any] | None, bytes]:
-    """The body's JSON value; with ``names`` and a body that ends with its ``NodeNames`` array, the object
-    without that member, and the array as ``names`` kept it (a ``NameList``) or decoded, and its JSON."""
-    split = _split_names(body) if names is not None else None
+def _load(body: bytes | bytearray, names: NodeNames | None, split: tuple[bytes, bytes] | None
+          ) -> tuple[Any, NameList | None, list[Any] | None, bytes]:
+    """The body's JSON value; with ``names`` and a body that ends with its ``NodeNames`` array (``split``:
+    ``_split_names``), the object without that member, and the array as ``names`` kept it (a ``NameList``)
+    or decoded, and its JSON."""
     if split is not None and names is not None:
         head, raw = split
         kept = names.kept_list(raw)
@@ -361,8 +383,16 @@ def _load(body: bytes | bytearray, names: NodeNames | None) -> tuple[Any, NameLi
 def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: NodeNames | None = None) -> ExtenderArgs:
     """``ExtenderArgs`` from a request body; ``BadRequest`` naming the problem. With ``pods``, a pod
     seen before is not decoded again; with ``names``, node names seen before are not checked again, nor
-    decoded when the same array of them was (``NodeNames.keep_list``)."""
-    obj, kept, decoded, raw = _load(body, names)
+    decoded when the same array of them was (``NodeNames.keep_list``); with both, a body that is another's
+    with the same kept names (kube-scheduler's prioritize after its filter) is not read again
+    (``PodCache.by_head``)."""
+    split = _split_names(body) if names is not None else None
+    if split is not None and pods is not None and names is not None:
+        pod = pods.by_head(split[0])
+        kept = names.kept_list(split[1]) if pod is not None else None
+        if pod is not None and kept is not None:
+            return ExtenderArgs(pod, kept.names, None, kept)
+    obj, kept, decoded, raw = _load(body, names, split)
     if not isinstance(obj, dict):
         raise BadRequest(f"the request body must be a JSON object (ExtenderArgs), got {describe_value(obj)}")
     fields = _fields(obj)
@@ -375,6 +405,9 @@ def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: Node
         pod = pods.decode(raw_pod) if pods is not None else pod_from_dict(raw_pod, origin=_ORIGIN)
     except InputError as exc:
         raise BadRequest(str(exc)) from None  # (names the Pod and the field: "Pod ns/name (...): spec: ...")
+    if raw and pods is not None:  # (the body was read as its head and its names)
+        assert split is not None
+        pods.keep_head(split[0], pod)
     if kept is not None:
         return ExtenderArgs(pod, kept.names, None, kept)
     if decoded is not None:
