@@ -26,7 +26,7 @@ from scorer.extender import BadRequest, Extender, PluginFailure, extender_scores
 from scorer.extender import front as extender_front
 from scorer.extender import http as extender_http
 from scorer.extender.extender import UNKNOWN_NODE_SCORE, ScoreAhead
-from scorer.extender.wire import MAX_NODE_NAME, NameList, NodeNames, PodCache, filter_result, node_name_error
+from scorer.extender.wire import MAX_NODE_NAME, HashIndex, NameList, NodeNames, PodCache, filter_result, node_name_error
 from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
 from scorer.service import app as service_app
@@ -166,6 +166,42 @@ def test_node_names_are_dns_subdomains_of_at_most_253_characters():
         assert node_name_error(good) is None, good
     for bad in ("", "A", "a_b", "-a", "a-", ".a", "a.", "a..b", "a.-b", "a-.b", "a b", "ä", "a\n", "a" * 254):
         assert node_name_error(bad) is not None, bad
+
+
+def test_the_hash_index_finds_each_kept_hash_and_no_other():
+    index = HashIndex()
+    # hashes sharing their low bits take the slots after their first one; negative ones too
+    kept = [0, 1, 1 << 40, (1 << 40) + 1, 2 << 40, -1 << 40, -7, 2**63 - 1, -(2**63)]
+    for id_, hash_value in enumerate(kept):
+        index.add(hash_value, id_)
+    for id_ in range(len(kept), 1_000):  # (it grows: at most an eighth full)
+        kept.append((id_ * 0x9E3779B97F4A7C15) % 2**64 - 2**63)
+        index.add(kept[-1], id_)
+    assert 8 * index.count <= len(index.ids)
+    asked = np.array([*kept, 3 << 40, 2, -8], dtype=np.int64)  # (the last three not kept)
+    assert index.find(asked).tolist() == [*range(len(kept)), -1, -1, -1]
+    assert index.find(np.array([], dtype=np.int64)).tolist() == []
+    index.clear()
+    assert index.count == 0 and index.find(asked).tolist() == [-1] * len(asked)
+
+
+def test_long_arrays_of_names_are_found_by_their_hashes_as_short_ones_by_the_dict():
+    names = NodeNames()
+    many = [f"node-{i:05d}" for i in range(2 * NodeNames.INDEXED)]
+    ids = names.ids(many, "NodeNames[{}]")
+    assert ids is not None and ids.tolist() == list(range(len(many)))
+    shuffled = many[::-1]
+    for asked in (shuffled, shuffled[:NodeNames.INDEXED], shuffled[:NodeNames.INDEXED - 1]):  # index, index, dict
+        found = names.ids([str(name) for name in asked], "NodeNames[{}]")  # (new strings, as a request's)
+        assert found is not None and found.tolist() == [many.index(name) for name in asked]
+    again = names.ids([*shuffled, "node-new"], "NodeNames[{}]")  # a new name among them: checked and kept
+    assert again is not None and again.tolist() == [*range(len(many) - 1, -1, -1), len(many)]
+    with pytest.raises(BadRequest, match="NodeNames\\[3\\]: expected a string, got integer 7"):
+        names.ids([*many[:3], 7, *many[3:]], "NodeNames[{}]")
+    with pytest.raises(BadRequest, match="NodeNames\\[0\\]: expected a string, got list"):
+        names.ids([["a"], *many], "NodeNames[{}]")
+    names._drop_all()  # (everything dropped: learnt again)
+    assert names.ids(shuffled, "NodeNames[{}]").tolist() == list(range(len(many)))
 
 
 def test_node_names_are_kept_within_a_byte_budget():
