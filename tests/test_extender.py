@@ -177,7 +177,7 @@ def test_the_hash_index_finds_each_kept_hash_and_no_other():
     for id_ in range(len(kept), 1_000):  # (it grows: at most an eighth full)
         kept.append((id_ * 0x9E3779B97F4A7C15) % 2**64 - 2**63)
         index.add(kept[-1], id_)
-    assert 8 * index.count <= len(index.ids)
+    assert 8 * index.count <= len(index.slots)
     asked = np.array([*kept, 3 << 40, 2, -8], dtype=np.int64)  # (the last three not kept)
     assert index.find(asked).tolist() == [*range(len(kept)), -1, -1, -1]
     assert index.find(np.array([], dtype=np.int64)).tolist() == []

@@ -107,39 +107,39 @@ def _prefix(name: str) -> bytes:
 
 
 class HashIndex:
-    """Ids by 64-bit hash in numpy arrays (open addressing, linear probing, at most an eighth full): ``find``
-    looks up a whole array of hashes at their first slots at once, and the few that moved on one by one.
-    The arrays are two contiguous blocks, so a lookup touches a cache line or two per hash, where a dict
-    lookup also reads the key's and the value's objects: with the machine's other processes evicting them
-    between requests, that is most of its cost."""
+    """Ids by 64-bit hash in one numpy array of (hash, id) slots (open addressing, linear probing, at most an
+    eighth full): ``find`` looks up a whole array of hashes at their first slots at once, and the few that
+    moved on one by one. A slot is 16 bytes of one contiguous block, so a lookup reads one cache line per
+    hash, where a dict lookup also reads the key's and the value's objects: with the machine's other
+    processes evicting them between requests, that is most of its cost."""
 
     def __init__(self) -> None:
-        self.hashes = self.ids = np.empty(0, np.int64)  # by slot (an id of -1: an empty slot)
+        self.slots = np.empty((0, 2), np.int64)  # (hash, id) by slot; an id of -1: an empty slot
+        self.count = 0
         self.clear()
 
     def add(self, hash_value: int, id_: int) -> None:
-        if 8 * (self.count + 1) > len(self.ids):
+        if 8 * (self.count + 1) > len(self.slots):
             self._grow()
         self._place(hash_value, id_)
         self.count += 1
 
     def _place(self, hash_value: int, id_: int) -> None:
-        mask = len(self.ids) - 1
+        slots, mask = self.slots, len(self.slots) - 1
         slot = hash_value & mask
-        while self.ids[slot] >= 0:
+        while slots[slot, 1] >= 0:
             slot = (slot + 1) & mask
-        self.hashes[slot], self.ids[slot] = hash_value, id_
+        slots[slot] = hash_value, id_
 
     def _grow(self) -> None:
-        full = np.flatnonzero(self.ids >= 0)
-        hashes, ids = self.hashes[full].tolist(), self.ids[full].tolist()
-        self._empty(2 * len(self.ids))
-        for hash_value, id_ in zip(hashes, ids, strict=True):
+        taken = self.slots[self.slots[:, 1] >= 0].tolist()
+        self._empty(2 * len(self.slots))
+        for hash_value, id_ in taken:
             self._place(hash_value, id_)
 
     def _empty(self, size: int) -> None:
-        self.hashes = np.zeros(size, np.int64)
-        self.ids = np.full(size, -1, np.int64)
+        self.slots = np.zeros((size, 2), np.int64)
+        self.slots[:, 1] = -1
 
     def clear(self) -> None:
         self._empty(64)
@@ -147,16 +147,20 @@ class HashIndex:
 
     def find(self, hashes: np.ndarray) -> np.ndarray:
         """The id of each hash, -1 where none is kept."""
-        mask = len(self.ids) - 1
-        slots = hashes & mask
-        found = self.ids.take(slots)
-        hit = self.hashes.take(slots) == hashes
+        mask = len(self.slots) - 1
+        first = hashes & mask
+        pairs = self.slots.take(first, axis=0)
+        found = pairs[:, 1]
+        hit = pairs[:, 0] == hashes
         if hit.all():
             return found
-        kept_hashes, kept_ids = self.hashes, self.ids
-        for i in np.flatnonzero(~hit).tolist():  # (an eighth full at most: a few, new ones or moved on)
-            hash_value, slot = int(hashes[i]), int(slots[i])
-            while (id_ := int(kept_ids[slot])) >= 0 and int(kept_hashes[slot]) != hash_value:
+        flat = self.slots.data.cast("B").cast("q")  # (hash, id, hash, id, ...) read as Python ints, no copy
+        # (a hash whose first slot is empty is not kept: its id there is -1 already; one whose first slot holds
+        # another hash is looked for in the next ones: an eighth full at most, a few)
+        moved = np.flatnonzero(~hit & (found >= 0))
+        for i, hash_value, slot in zip(moved.tolist(), hashes[moved].tolist(), first[moved].tolist(), strict=True):
+            slot = (slot + 1) & mask
+            while (id_ := flat[2 * slot + 1]) >= 0 and flat[2 * slot] != hash_value:
                 slot = (slot + 1) & mask
             found[i] = id_
         return found
