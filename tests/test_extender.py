@@ -206,7 +206,7 @@ def test_long_arrays_of_names_are_found_by_their_hashes_as_short_ones_by_the_dic
 
 def test_node_names_are_kept_within_a_byte_budget():
     names = NodeNames()
-    names.MAX_BYTES = 64 * 1024  # (8 MiB by default)
+    names.MAX_BYTES = 64 * 1024  # (16 MiB by default)
     batch = [f"node-{i:05d}" for i in range(100)]
     assert names.check(batch, "NodeNames[{}]") == tuple(batch) and len(names) == 100
     assert names.check(batch, "NodeNames[{}]") == tuple(batch)  # (the second time from what is kept)

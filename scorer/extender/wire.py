@@ -180,9 +180,9 @@ class NodeNames:
     (by name) and ``write_kept`` (by id) join the kept ``{"Host":"<name>","Score":`` prefixes with each
     score's ``<score>},`` in one ``bytes.join``: no entry is made per node. Only valid names are kept,
     each counted as its length, its prefix's and ``ENTRY_BYTES`` (the Python objects, the dict and list
-    slots, the hash index's), up to ``MAX_BYTES``: about 15,000 names of 60 characters. Past that everything kept is
-    dropped (the ``generation`` changes) and learnt again: a client that sends endless new names costs
-    time, never memory.
+    slots, the hash index's), up to ``MAX_BYTES``: about 24,000 names of 60 characters. Past that
+    everything kept is dropped (the ``generation`` changes) and learnt again: a client that sends endless
+    new names costs time, never memory.
 
     Whole arrays of names are kept too (``keep_list``, ``kept_list``: a ``NameList`` by the array's JSON),
     the last ``LISTS`` of them, at most ``LIST_BYTES`` in all, each counted as its JSON and ``LIST_ENTRY_BYTES``
@@ -190,7 +190,7 @@ class NodeNames:
     requests of one pod need two.
     """
 
-    MAX_BYTES = 10 * 1024 * 1024
+    MAX_BYTES = 16 * 1024 * 1024
     ENTRY_BYTES = 560
     #: Arrays of at least this many names are looked up in the hash index, shorter ones in the dict. Measured
     #: with the caches evicted between requests: 230 names of 500 kept (kube-scheduler's filter at 500 nodes)
