@@ -192,7 +192,7 @@ def test_long_arrays_of_names_are_found_by_their_hashes_as_short_ones_by_the_dic
     assert ids is not None and ids.tolist() == list(range(len(many)))
     shuffled = many[::-1]
     for asked in (shuffled, shuffled[:NodeNames.INDEXED], shuffled[:NodeNames.INDEXED - 1]):  # index, index, dict
-        found = names.ids([str(name) for name in asked], "NodeNames[{}]")  # (new strings, as a request's)
+        found = names.ids(orjson.loads(orjson.dumps(asked)), "NodeNames[{}]")  # (new strings, as a request's)
         assert found is not None and found.tolist() == [many.index(name) for name in asked]
     again = names.ids([*shuffled, "node-new"], "NodeNames[{}]")  # a new name among them: checked and kept
     assert again is not None and again.tolist() == [*range(len(many) - 1, -1, -1), len(many)]

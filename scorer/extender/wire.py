@@ -194,7 +194,7 @@ class NodeNames:
     ENTRY_BYTES = 560
     #: Arrays of at least this many names are looked up in the hash index, shorter ones in the dict. Measured
     #: with the caches evicted between requests: 230 names of 500 kept (kube-scheduler's filter at 500 nodes)
-    #: 0.10 ms by the dict, 0.11 by the index; 500 names of 5,000 (at 5,000 nodes) 0.26 and 0.13 ms.
+    #: 0.10 ms by the dict, 0.11 by the index; 500 names of 5,000 (at 5,000 nodes) 0.26 and 0.14 ms.
     INDEXED = 256
     LISTS = 4
     LIST_BYTES = 8 * 1024 * 1024
