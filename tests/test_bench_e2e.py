@@ -309,13 +309,33 @@ async def test_pods_are_created_once_admission_knows_their_priority_classes(aioh
         deadline = time.monotonic() + 30
         await api.wait_admitted(["known", "late"], deadline)
         assert probes == [("known", "All"), ("late", "All"), ("late", "All"), ("late", "All")]
-        with pytest.raises(e2e.E2EError, match="PriorityClass bad is admitted: .* 422: pods is forbidden"):
+        with pytest.raises(e2e.E2EError, match="Pod priority-probe-bad: .* 422: pods is forbidden"):
             await api.wait_admitted(["bad"], deadline)
         monkeypatch.setattr(e2e_api, "ADMISSION_SECONDS", 0.3)
-        with pytest.raises(e2e.E2EError, match="never not known .* within 0.3 s .* 403: no PriorityClass"):
+        started = time.monotonic()
+        with pytest.raises(e2e.E2EError, match="deadline reached .*dryRun=All \\(last answer 403: no PriorityClass"):
             await api.wait_admitted(["never"], deadline)
+        assert time.monotonic() - started < 5  # (at most ADMISSION_SECONDS, not the whole deadline)
     finally:
         await api.close()
+
+
+async def test_the_load_waits_for_its_priority_classes_before_it_creates_anything_else() -> None:
+    calls: list[tuple[str, list[str]]] = []
+
+    class Recorder:
+        async def create_all(self, requests: list[e2e_api.Request], deadline: float) -> float:
+            calls.append(("create", [r.body["metadata"]["name"] for r in requests]))
+            return 0.0
+
+        async def wait_admitted(self, classes: list[str], deadline: float) -> None:
+            calls.append(("wait", list(classes)))
+
+    high = pod("high", priority=1000)
+    objects = e2e.setup_objects(Setup(nodes=[node(0)], init=[], measured=[high, pod("plain")]))
+    await e2e.load(cast(e2e_api.Api, Recorder()), objects, time.monotonic() + 30)
+    assert calls[:2] == [("create", ["bench", "bench-priority-1000"]), ("wait", ["bench-priority-1000"])]
+    assert [call[0] for call in calls[2:]] == ["create", "create"]  # (then the node, then the pods)
 
 
 def test_an_object_the_bench_cannot_create_is_named() -> None:

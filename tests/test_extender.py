@@ -185,15 +185,19 @@ def test_the_hash_index_finds_each_kept_hash_and_no_other():
     assert index.count == 0 and index.find(asked).tolist() == [-1] * len(asked)
 
 
-def test_long_arrays_of_names_are_found_by_their_hashes_as_short_ones_by_the_dict():
+def test_long_arrays_of_names_are_found_by_their_hashes_as_short_ones_by_the_dict(monkeypatch):
     names = NodeNames()
     many = [f"node-{i:05d}" for i in range(2 * NodeNames.INDEXED)]
     ids = names.ids(many, "NodeNames[{}]")
     assert ids is not None and ids.tolist() == list(range(len(many)))
     shuffled = many[::-1]
+    looked_up: list[int] = []  # (how many hashes each use of the index looked up)
+    find = names._index.find
+    monkeypatch.setattr(names._index, "find", lambda hashes: looked_up.append(len(hashes)) or find(hashes))
     for asked in (shuffled, shuffled[:NodeNames.INDEXED], shuffled[:NodeNames.INDEXED - 1]):  # index, index, dict
         found = names.ids(orjson.loads(orjson.dumps(asked)), "NodeNames[{}]")  # (new strings, as a request's)
         assert found is not None and found.tolist() == [many.index(name) for name in asked]
+    assert looked_up == [len(many), NodeNames.INDEXED]
     again = names.ids([*shuffled, "node-new"], "NodeNames[{}]")  # a new name among them: checked and kept
     assert again is not None and again.tolist() == [*range(len(many) - 1, -1, -1), len(many)]
     with pytest.raises(BadRequest, match="NodeNames\\[3\\]: expected a string, got integer 7"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -200,25 +200,26 @@ class Api:
                             content_type="application/merge-patch+json")
 
     async def send(self, method: str, path: str, body: dict[str, Any], request: Request, deadline: float,
-                   content_type: str = "application/json") -> None:
-        """One write; 429, 5xx and transport errors are retried until the deadline."""
+                   content_type: str = "application/json", retried: Container[int] = ()) -> None:
+        """One write; 429, 5xx, transport errors and the ``retried`` statuses are retried until the deadline."""
         data = orjson.dumps(body)
-        delay = 0.05
+        delay, status, text = 0.05, 0, b""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise E2EError(f"deadline reached while creating objects in {request.path}")
+                last = f" (last answer {status}: {status_message(text)})" if status else ""
+                raise E2EError(f"deadline reached while creating objects in {request.path}{last}")
             try:
                 async with self.session.request(method, self.url + path, data=data,
                                                 headers={"Content-Type": content_type},
                                                 timeout=aiohttp.ClientTimeout(total=min(30.0, remaining))) as resp:
-                    text = await resp.read()
-                    if resp.status in (200, 201, 202, 409):
+                    status, text = resp.status, await resp.read()
+                    if status in (200, 201, 202, 409):
                         return
-                    if resp.status != 429 and resp.status < 500:
+                    if status != 429 and status < 500 and status not in retried:
                         name = request.body["metadata"].get("name", "?")
                         raise E2EError(f"creating {request.body.get('kind')} {name}: the API server answered "
-                                       f"{resp.status}: {status_message(text)}")
+                                       f"{status}: {status_message(text)}")
             except (aiohttp.ClientError, TimeoutError):
                 pass
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -227,32 +228,14 @@ class Api:
     async def wait_admitted(self, classes: Iterable[str], deadline: float) -> None:
         """Waits until the API server's admission knows each PriorityClass of ``classes``: its Priority plugin
         reads them from an informer, so a pod naming a class created a moment ago can be refused (403 "no
-        PriorityClass with name ... was found"). A dry-run pod naming the class is admitted once it is known;
-        429, 5xx, transport errors and that 403 are tried again, for at most ``ADMISSION_SECONDS``."""
+        PriorityClass with name ... was found"). A dry-run pod naming the class (``send``, that 403 retried
+        too) is admitted once it is known, for at most ``ADMISSION_SECONDS``."""
         until = min(deadline, time.monotonic() + ADMISSION_SECONDS)
         for name in classes:
-            probe = orjson.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench-priority-probe"},
-                                  "spec": {"priorityClassName": name,
-                                           "containers": [{"name": "probe", "image": "probe"}]}})
-            delay, status, text = 0.02, 0, b""
-            while True:
-                remaining = until - time.monotonic()
-                if remaining <= 0:
-                    raise E2EError(f"PriorityClass {name} not known to the API server's admission within "
-                                   f"{ADMISSION_SECONDS:g} s (last answer {status}: {status_message(text)})")
-                try:
-                    async with self.session.post(f"{self.url}/api/v1/namespaces/default/pods?dryRun=All",
-                                                 data=probe, timeout=aiohttp.ClientTimeout(total=remaining)) as resp:
-                        status, text = resp.status, await resp.read()
-                except (aiohttp.ClientError, TimeoutError):
-                    status, text = 0, b""
-                if status in (200, 201):
-                    break
-                if status not in (0, 403, 429) and status < 500:
-                    raise E2EError(f"checking that PriorityClass {name} is admitted: the API server answered "
-                                   f"{status}: {status_message(text)}")
-                await asyncio.sleep(min(delay, max(0.0, until - time.monotonic())))
-                delay = min(delay * 2, 0.5)
+            probe = Request("/api/v1/namespaces/default/pods?dryRun=All",
+                            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"priority-probe-{name}"},
+                             "spec": {"priorityClassName": name, "containers": [{"name": "probe", "image": "probe"}]}})
+            await self.send("POST", probe.path, probe.body, probe, until, retried=(403,))
 
     async def create_all(self, requests: Iterable[Request], deadline: float) -> float:
         """Creates every object with CONNECTIONS workers; returns the seconds it took."""
