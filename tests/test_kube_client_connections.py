@@ -1,14 +1,17 @@
 """scorer.kube.client's connections: POSTs share a bounded pool of their own, streams (watches) never wait
-behind them."""
+behind them; a watch's stream reads its socket in batches (``coalesce``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
+import pytest
 from aiohttp import web
+from servicekit import self_signed_certificate
 
-from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient
+from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient, _socket_transport
 from scorer.kube.config import ClusterAccess
 
 
@@ -75,3 +78,66 @@ async def test_posts_share_a_bounded_pool_and_streams_do_not_wait_behind_them(ai
         assert await asyncio.gather(*held) == [b'{"type":"BOOKMARK"}\n'] * watches
     # The concurrent POSTs went over at most REQUEST_CONNECTIONS connections, reused.
     assert peak == REQUEST_CONNECTIONS and len(peers) == REQUEST_CONNECTIONS
+
+
+def _watch_app(go: asyncio.Event, end: asyncio.Event) -> web.Application:
+    """A watch that writes one event, then, once ``go`` is set, two more in two writes, and ends at ``end``."""
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b'{"type":"BOOKMARK","n":1}\n')
+        await asyncio.wait_for(go.wait(), 10)
+        await response.write(b'{"type":"BOOKMARK","n":2}\n')
+        await response.write(b'{"type":"BOOKMARK","n":3}\n')
+        await asyncio.wait_for(end.wait(), 10)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", watch)
+    return app
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_a_coalescing_stream_leaves_its_socket_unread_after_a_line_and_reads_what_came_in_one_go(
+        aiohttp_server, tmp_path, tls) -> None:
+    go, end = asyncio.Event(), asyncio.Event()
+    server_ssl = None
+    if tls:
+        cert, key = self_signed_certificate(tmp_path)
+        server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_ssl.load_cert_chain(str(cert), str(key))
+    server = await aiohttp_server(_watch_app(go, end), ssl=server_ssl)
+    scheme = "https" if tls else "http"
+    access = ClusterAccess(server=f"{scheme}://127.0.0.1:{server.port}", source="test",
+                           insecure_skip_tls_verify=tls)
+    async with ApiClient(access) as client:
+        async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}, coalesce=30.0) as stream:
+            assert await stream.readline() == b'{"type":"BOOKMARK","n":1}\n'
+            socket = _socket_transport(stream._response.connection.transport)
+            assert socket is not None and not socket.is_reading()  # held for 30 s after the line
+            go.set()
+            second = asyncio.ensure_future(stream.readline())
+            await asyncio.sleep(0.3)  # (both lines written meanwhile: they wait in the socket, unread)
+            assert not second.done()
+            stream.release_hold()  # (the 30 s over)
+            assert await asyncio.wait_for(second, 10) == b'{"type":"BOOKMARK","n":2}\n'
+            assert not socket.is_reading()  # held again after that line ...
+            # ... and the third line came with the second, in the one read: returned at once
+            assert await asyncio.wait_for(stream.readline(), 1) == b'{"type":"BOOKMARK","n":3}\n'
+            end.set()
+        assert socket.is_closing() or socket.is_reading()  # left: never left paused
+
+
+async def test_a_stream_without_coalesce_reads_its_socket_all_along(aiohttp_server) -> None:
+    go, end = asyncio.Event(), asyncio.Event()
+    server = await aiohttp_server(_watch_app(go, end))
+    async with ApiClient(ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test")) as client:
+        async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}) as stream:
+            assert await stream.readline() == b'{"type":"BOOKMARK","n":1}\n'
+            socket = _socket_transport(stream._response.connection.transport)
+            assert socket is not None and socket.is_reading()
+            go.set()
+            assert await asyncio.wait_for(stream.readline(), 10) == b'{"type":"BOOKMARK","n":2}\n'
+            assert await asyncio.wait_for(stream.readline(), 10) == b'{"type":"BOOKMARK","n":3}\n'
+            end.set()

@@ -223,7 +223,7 @@ class FakeClient:
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: dict[str, str] | None = None,
-                     read_timeout: float | None = None, timed: bool = False):
+                     read_timeout: float | None = None, timed: bool = False, coalesce: float = 0.0):
         if "watch" not in (params or {}):  # a LIST, read as it arrives
             answer = await self._next_list(params)
             yield FakeStream(answer.status, headers=dict(answer.headers), body=answer.body)

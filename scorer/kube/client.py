@@ -188,19 +188,50 @@ class ApiStream:
     of the body); ``readchunk()`` what has arrived of the body (``b""`` at its
     end); ``read()`` the rest of the body. A connection that breaks or
     stays silent past the read timeout raises ``ApiUnavailable``.
+
+    ``coalesce`` (seconds; a watch's): once ``readline`` has returned a line, the
+    connection's socket is not read again for that long. Lines already received
+    are still returned at once; what arrives meanwhile waits in the socket and is
+    read in one go, one wake-up of the event loop and one TLS read for all of it.
+    A line after a quiet spell is read at once, so the wait is only added while
+    lines keep coming, and then at most ``coalesce`` per line.
     """
 
-    def __init__(self, response: aiohttp.ClientResponse, what: str) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, what: str, coalesce: float = 0.0) -> None:
         self.status = response.status
         self.headers: Mapping[str, str] = response.headers
         self._response = response
         self._what = what
+        self.coalesce = coalesce
+        self._pause: tuple[asyncio.ReadTransport, asyncio.TimerHandle] | None = None  # (socket, its resume)
 
     async def readline(self) -> bytes:
         try:
-            return await self._response.content.readline()
+            line = await self._response.content.readline()
         except _TRANSPORT_ERRORS as error:
             raise _unavailable(self._what, error) from None
+        if line and self.coalesce > 0 and self._pause is None:
+            self._hold()
+        return line
+
+    def _hold(self) -> None:
+        """Stop reading the socket for ``coalesce`` seconds (unless it is not being read now: closing, or
+        paused by the flow control of TLS or aiohttp)."""
+        connection = self._response.connection
+        transport = _socket_transport(connection.transport) if connection is not None else None
+        if transport is None or transport.is_closing() or not transport.is_reading():
+            return
+        transport.pause_reading()
+        self._pause = transport, asyncio.get_running_loop().call_later(self.coalesce, self.release_hold)
+
+    def release_hold(self) -> None:
+        """Read the socket again (the ``coalesce`` wait is over, or the stream is left)."""
+        held, self._pause = self._pause, None
+        if held is not None:
+            transport, timer = held
+            timer.cancel()
+            if not transport.is_closing() and not transport.is_reading():
+                transport.resume_reading()
 
     async def readchunk(self) -> bytes:
         try:
@@ -217,6 +248,15 @@ class ApiStream:
     def response(self, body: bytes) -> ApiResponse:
         """The status, ``body`` (from ``read()``) and headers as an ``ApiResponse`` (for its ``reason()``)."""
         return ApiResponse(self.status, body, dict(self.headers))
+
+
+def _socket_transport(transport: asyncio.BaseTransport | None) -> asyncio.ReadTransport | None:
+    """The transport that reads ``transport``'s socket: under TLS, the one beneath asyncio's SSL transport
+    (pausing the SSL transport itself only stops handing on what it decrypted: the socket is still read,
+    the event loop woken, at every arrival). None when there is none to pause."""
+    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
+    found = inner if inner is not None else transport
+    return found if isinstance(found, asyncio.ReadTransport) else None
 
 
 class EarlyApiStream(ApiStream):
@@ -393,7 +433,8 @@ class ApiClient:
 
     @contextlib.asynccontextmanager
     async def stream(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                     read_timeout: float | None = None, timed: bool = False) -> AsyncIterator[ApiStream]:
+                     read_timeout: float | None = None, timed: bool = False, coalesce: float = 0.0
+                     ) -> AsyncIterator[ApiStream]:
         """``async with client.stream("GET", path, params=...) as stream:`` the response as it arrives.
 
         Takes a bucket token like ``request``. The connection must be made
@@ -401,7 +442,8 @@ class ApiClient:
         ``read_timeout`` seconds at most of silence (waiting for the headers,
         then between two reads; None: no limit). ``timed``: the request's
         duration, until the ``async with`` ends, goes to the client's metrics
-        (a LIST read as it arrives; not a watch, whose duration is its timeout).
+        (a LIST read as it arrives; not a watch, whose duration is its timeout). ``coalesce``: ``ApiStream``'s,
+        for a watch.
         Transport failures, on connecting or while reading, are ``ApiUnavailable``.
         The answer is asked for uncompressed (a list is read as the server writes it, and a scheduler sits
         beside its API server: compressing 20 MB of nodes costs the server more than sending them).
@@ -436,9 +478,11 @@ class ApiClient:
             raise _unavailable(what, error) from None
         if self.metrics is not None:
             self.metrics.count(str(response.status), method, self._host)
+        stream = ApiStream(response, what, coalesce)
         try:
-            yield ApiStream(response, what)
+            yield stream
         finally:
+            stream.release_hold()
             if timed and self.metrics is not None:
                 self.metrics.observe(method, self.access.server + url_template(path, params),
                                      time.perf_counter() - start)

@@ -37,7 +37,13 @@ client-go's reflector and informer do (reference ``kubernetes-api-client.md``
 * **Watch** from the list's resourceVersion (``allowWatchBookmarks``,
   ``timeoutSeconds`` with a ±10 % jitter), tracking the resourceVersion of
   every event and bookmark. A watch that ends at its timeout is renewed at
-  once from the last resourceVersion.
+  once from the last resourceVersion. Events are read in batches while they
+  keep coming (``watch_coalesce``, 5 ms: once an event is read, the socket is
+  not read again for that long): an event after a quiet spell is read at
+  once, one in a stream at most 5 ms late, and a burst costs one wake-up of
+  the event loop and one TLS read instead of one per event (kube-scheduler
+  as its extender's caller binds a pod every few ms, each a watch event:
+  reading them one by one cost scorer about a tenth of its CPU per pod).
 * **Faults**, each with its own wait (``RetryDelays``), as client-go's
   reflector does:
 
@@ -143,6 +149,9 @@ DEFAULT_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for this ±10 %
 WATCH_TIMEOUT_JITTER = 0.1
 # A watch is silent between events: the read timeout only catches a server gone quiet past its own deadline.
 WATCH_READ_MARGIN = 30.0
+# Once a watch event is read, the watch's socket is not read again for this long (seconds): the events
+# that arrive meanwhile are read together (the module docstring's Watch).
+WATCH_COALESCE = 0.005
 # The waits before trying again (seconds; RetryDelays, the module docstring's Faults).
 CONNECT_BACKOFF = 0.2
 CONNECT_BACKOFF_CAP = 2.0
@@ -369,7 +378,8 @@ class Reflector:
     first bind; the watch then starts from the list's resourceVersion, as at
     once). ``delays`` are
     the waits before trying again; ``sleep`` waits them (tests record them).
-    ``list_from_cache``: the first list asks for ``resourceVersion=0``.
+    ``list_from_cache``: the first list asks for ``resourceVersion=0``. ``watch_coalesce``: how long the
+    watch's socket is left unread after an event (``ApiStream``'s ``coalesce``; 0: never).
     """
 
     def __init__(self, client: ApiClient, resource: Resource, *, metrics: ReflectorMetrics | None = None,
@@ -377,7 +387,8 @@ class Reflector:
                  on_invalid: InvalidCallback | None = None, delays: RetryDelays = DEFAULT_DELAYS,
                  deliver_after: Callable[[], Awaitable[None]] | None = None,
                  watch_after: Callable[[], Awaitable[None]] | None = None, rng: random.Random | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, list_from_cache: bool = True) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, list_from_cache: bool = True,
+                 watch_coalesce: float = WATCH_COALESCE) -> None:
         self.client = client
         self.resource = resource
         self.metrics = metrics if metrics is not None else ReflectorMetrics()
@@ -388,6 +399,7 @@ class Reflector:
         self.deliver_after = deliver_after
         self.watch_after = watch_after
         self.list_from_cache = list_from_cache
+        self.watch_coalesce = watch_coalesce
         self.store: dict[str, Any] = {}
         self.resource_version = ""
         # The path read: resource.path, or a fallback the server serves (chosen before the first list).
@@ -745,7 +757,8 @@ class Reflector:
         self._state = "watching"
         started = time.monotonic()
         async with self.client.stream("GET", self._path(), params=params,
-                                      read_timeout=timeout + WATCH_READ_MARGIN) as stream:
+                                      read_timeout=timeout + WATCH_READ_MARGIN,
+                                      coalesce=self.watch_coalesce) as stream:
             if stream.status != 200:
                 raise _status_error(stream.response(await stream.read()), self.delays.retry_after_cap)
             self._streaming = self._watch_open = True
