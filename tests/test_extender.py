@@ -27,6 +27,7 @@ from scorer.extender import front as extender_front
 from scorer.extender import http as extender_http
 from scorer.extender.extender import UNKNOWN_NODE_SCORE, ScoreAhead
 from scorer.extender.wire import MAX_NODE_NAME, HashIndex, NameList, NodeNames, PodCache, filter_result, node_name_error
+from scorer.framework import CycleState
 from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
 from scorer.service import app as service_app
@@ -493,7 +494,7 @@ def test_an_answer_computed_ahead_is_used_only_for_the_pod_and_names_filter_pass
     assert ahead.take(pod, passed) is None and ends.count("used") == 1
 
 
-async def test_prioritize_is_answered_from_what_was_computed_once_filter_answered(aiohttp_client):
+async def test_prioritize_is_answered_from_what_was_computed_once_filter_answered(aiohttp_client, monkeypatch):
     service = make_service()
     client = await aiohttp_client(service.app())
 
@@ -529,6 +530,18 @@ async def test_prioritize_is_answered_from_what_was_computed_once_filter_answere
         args = read_args(body(["idle", "half"], pod=big))
         assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
     assert await counted() == {(("result", "used"),): 3, (("result", "unused"),): 2}
+    # the answer computed ahead is scored in filter's own cycle state: PreFilter runs once for the pair
+    await pair(api_pod("web-5"))  # (turns computing ahead on again)
+    fwk = service.asm.frameworks[PROFILE]
+    states: list[CycleState] = []
+    run_pre_filter = fwk.run_pre_filter
+    monkeypatch.setattr(fwk, "run_pre_filter",
+                        lambda state, *rest: (states.append(state), run_pre_filter(state, *rest))[1])
+    pod = api_pod("web-6")
+    _, prioritized = await pair(pod)
+    assert await counted() == {(("result", "used"),): 4, (("result", "unused"),): 2} and len(states) == 1
+    args = read_args(body(["idle", "half"], pod=pod))
+    assert prioritized == NodeNames().write_priorities(args.node_names, extender.prioritize(args))
 
 
 async def test_unknown_names_scored_ahead_are_counted_only_when_their_answer_is_used(aiohttp_client):

@@ -27,8 +27,10 @@ by node name), exactly what a scorer cycle would.
   and only then asks prioritize about those same nodes. So once filter's answer
   is written, the service computes prioritize's answer for that pod and those
   nodes while kube-scheduler scores, and the prioritize request that follows is
-  answered from it: the same plugins on the state filter saw, as kube-scheduler's
-  own Filter and Score plugins see one snapshot per cycle. It is used only for
+  answered from it: the same plugins on the state filter saw, in filter's own
+  cycle state (PreFilter is not run again; the metric plugins score on the
+  readings filter took), as kube-scheduler's own Filter and Score plugins see
+  one snapshot per cycle. It is used only for
   the very pod (the same decoded object) and the very names filter passed (the
   same kept array), at most ``ScoreAhead.MAX_AGE`` after it was computed; it is
   computed only while kube-scheduler's last prioritize was of what its filter
@@ -101,6 +103,7 @@ class Extender:
         self._rows_table: NodeTable | None = None
         self._rows_key = (-1, -1)
         self.last_passed: NameList | None = None  # the last filter's passing names, when kept (``_passed``)
+        self.last_state: CycleState | None = None  # the last filter's cycle state (None: it ran no plugin)
 
     @property
     def profile(self) -> str:
@@ -140,11 +143,12 @@ class Extender:
         """(the names that pass, in request order; Unschedulable nodes and why; UnschedulableAndUnresolvable
         nodes and why). ``PluginFailure`` when a plugin fails."""
         fwk, pod, table = self.fwk, args.pod, self.cache.table
+        self.last_state = None
         rows, known = self._resolve(args)
         statuses: dict[str, Status] = {}
         rejected: np.ndarray | None = None  # by request position (every name known, none narrowed)
         if len(rows):
-            state = CycleState()
+            state = self.last_state = CycleState()
             allowed, status = fwk.run_pre_filter(state, pod, NodeBatch(table, rows))
             _raise_error(status, "PreFilter")
             if not status.is_success():  # PreFilter rejects the pod on every node
@@ -206,17 +210,21 @@ class Extender:
         return passed
 
     # -- prioritize --------------------------------------------------------------------
-    def prioritize(self, args: ExtenderArgs) -> list[int]:
-        """The 0-10 score of every node of the request, in its order. ``PluginFailure`` when a plugin fails."""
+    def prioritize(self, args: ExtenderArgs, state: CycleState | None = None) -> list[int]:
+        """The 0-10 score of every node of the request, in its order. ``PluginFailure`` when a plugin fails.
+        ``state``: the cycle state of the filter that passed these nodes, for the same pod (``ScoreAhead``):
+        PreFilter is not run again, and the plugins score on what that filter read and kept, as Score
+        follows Filter in one cycle state in a scorer cycle."""
         fwk, pod, table = self.fwk, args.pod, self.cache.table
         rows, known = self._resolve(args)
         by_name: dict[str, int] = {}
         details: dict[str, dict[str, Any]] = {}
         if len(rows):
-            state = CycleState()
             batch = NodeBatch(table, rows)
-            _, status = fwk.run_pre_filter(state, pod, batch)  # (plugins may score from PreFilter's state)
-            _raise_error(status, "PreFilter")
+            if state is None:
+                state = CycleState()
+                _, status = fwk.run_pre_filter(state, pod, batch)  # (plugins may score from PreFilter's state)
+                _raise_error(status, "PreFilter")
             _raise_error(fwk.run_pre_score(state, pod, batch), "PreScore")
             outcome = fwk.run_score(state, pod, batch)
             if outcome.error is not None:

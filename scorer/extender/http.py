@@ -52,6 +52,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from scorer.extender.extender import Extender, PluginFailure, ScoreAhead
 from scorer.extender.wire import BadRequest, ExtenderArgs, NameList, PodCache, filter_error, filter_result, read_args
+from scorer.framework import CycleState
 from scorer.metrics import exponential_buckets
 from scorer.model import Pod
 
@@ -258,13 +259,13 @@ class ExtenderVerbs:
         args = read_args(body, self.pods, self.names)
         passed, failed, unresolvable = extender.filter(args)
         answer = orjson.dumps(filter_result(args, passed, failed, unresolvable))
-        pod, kept = args.pod, extender.last_passed
+        pod, kept, state = args.pod, extender.last_passed, extender.last_state
         go = ahead.filtered(pod, kept, keeping_decisions=extender.decisions is not None)
-        if not go or kept is None:
+        if not go or kept is None or state is None:
             return Answer(200, answer)
-        return Answer(200, answer, lambda: self._score_ahead(pod, kept))
+        return Answer(200, answer, lambda: self._score_ahead(pod, kept, state))
 
-    def _score_ahead(self, pod: Pod, kept: NameList) -> None:
+    def _score_ahead(self, pod: Pod, kept: NameList, state: CycleState) -> None:
         extender, ahead = self.extender, self.ahead
         if not ahead.wanted(pod, kept):  # (prioritize, or another filter, came first)
             return
@@ -272,7 +273,7 @@ class ExtenderVerbs:
         unknown: list[int] = []  # (counted when the answer is used: the metric counts names in requests)
         counting, extender.on_unknown = extender.on_unknown, unknown.append
         try:
-            answer = self.names.write_kept(args, extender.prioritize(args))
+            answer = self.names.write_kept(args, extender.prioritize(args, state))
         except Exception:  # (the prioritize request computes it again and answers what went wrong)
             return
         finally:
