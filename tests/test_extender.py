@@ -294,6 +294,39 @@ def test_a_pod_the_watch_holds_is_built_from_it_where_only_a_binding_tells_them_
     assert read_args(orjson.dumps({"Pod": again}), pods).pod == pod_from_dict(again)
 
 
+def test_a_pod_whose_json_the_watch_decoded_is_taken_from_it_without_reading_the_head(monkeypatch):
+    raw = {k: v for k, v in api_pod().items() if k not in ("kind", "apiVersion")}  # (as kube-scheduler writes it)
+    raw["metadata"]["resourceVersion"] = "7"
+    watched = pod_from_dict(raw)
+    asked: list[bytes] = []
+
+    def by_json(data: bytes) -> Pod | None:
+        asked.append(bytes(data))
+        return watched if bytes(data) == orjson.dumps(raw) else None
+
+    pods, names, found = PodCache(None, by_json), NodeNames(), []
+    pods.on_by_json = lambda: found.append(1)
+    decoded: list[Any] = []
+    monkeypatch.setattr(PodCache, "decode", lambda self, obj: decoded.append(obj) or pod_from_dict(obj))
+    filtered = read_args(body(["idle", "half"], pod=raw), pods, names)  # kube-scheduler's filter
+    assert filtered.pod is watched and filtered.node_names == ("idle", "half") and filtered.kept is not None
+    assert asked == [orjson.dumps(raw)] and found == [1] and decoded == []
+    # its prioritize: the same head, the names kept (nothing asked again)
+    again = read_args(body(["half"], pod=raw), pods, names)
+    assert again.pod is watched and again.node_names == ("half",) and len(asked) == 1
+    # a pod of other bytes (another version; the same content written otherwise) is decoded as before
+    newer = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "8"}}
+    assert read_args(body(["idle"], pod=newer), pods, names).pod.resource_version == "8" and len(decoded) == 1
+    spaced = b'{"Pod":' + orjson.dumps(raw, option=orjson.OPT_INDENT_2) + b',"Nodes":null,"NodeNames":["idle"]}'
+    assert read_args(spaced, PodCache(None, by_json), names).pod == watched and len(decoded) == 2
+    # the names are checked as ever; names that are not an array: the body is read whole, and refused
+    with pytest.raises(BadRequest, match=r"NodeNames\[1\]: expected a string"):
+        read_args(body(["idle", 7], pod=raw), PodCache(None, by_json), names)  # type: ignore[list-item]
+    broken = b'{"Pod":' + orjson.dumps(raw) + b',"Nodes":null,"NodeNames":[1,]}'
+    with pytest.raises(BadRequest, match="not JSON"):
+        read_args(broken, PodCache(None, by_json), names)
+
+
 def test_the_priority_list_is_written_as_json():
     names = NodeNames()
     hosts, scores = ["a", "b.c", "d-1"], [0, 5, 10]
@@ -329,14 +362,15 @@ def test_a_body_with_a_head_and_names_read_before_is_not_read_again(monkeypatch)
     monkeypatch.setattr(pods, "decode", decoded.append)
     prioritized = read_args(body(["idle", "half"]), pods, names)  # (kube-scheduler's prioritize after its filter)
     assert prioritized.pod is filtered.pod and prioritized.kept is passed and decoded == []
-    assert read_args(body(["idle", "half"]), pods, NodeNames()).pod is None and len(decoded) == 1  # (not kept)
+    # names not kept: the head's pod all the same, the names read
+    assert read_args(body(["idle", "half"]), pods, NodeNames()).pod is filtered.pod and decoded == []
     monkeypatch.undo()
     other = read_args(body(["idle", "half"], pod=api_pod("web-2")), pods, names)  # another head: read
     assert other.pod.name == "web-2" and other.kept is passed
     for i in range(PodCache.HEADS):  # at most HEADS heads kept
         read_args(body(["idle", "half"], pod=api_pod(f"web-{i + 3}")), pods, names)
     monkeypatch.setattr(pods, "decode", decoded.append)
-    assert read_args(body(["idle", "half"]), pods, names).pod is None and len(decoded) == 2  # (dropped: read)
+    assert read_args(body(["idle", "half"]), pods, names).pod is None and len(decoded) == 1  # (dropped: read)
 
 
 @pytest.mark.parametrize("raw", [

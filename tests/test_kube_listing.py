@@ -129,3 +129,21 @@ async def test_a_body_without_the_usual_shape_is_parsed_whole() -> None:
     assert splitter.feed(BODIES["pretty"]) == []
     assert splitter.finish() == whole(BODIES["pretty"])
     assert splitter.whole
+
+
+@pytest.mark.parametrize("size", [1, 7, 100, 1 << 20])
+async def test_each_item_parsed_from_its_own_bytes_is_given_with_the_digest_of_them(size) -> None:
+    items = [node(f"n{i}") for i in range(4)]
+    body = list_body(items)
+    seen: list[tuple[Any, bytes]] = []
+
+    def digest(item: Any, data: memoryview) -> bytes | None:
+        seen.append((item, bytes(data)))
+        return b"digest of " + item["metadata"]["name"].encode() if item["metadata"]["name"] != "n1" else None
+
+    taken: list[tuple[Any, bytes | None]] = []
+    envelope = await read_list(Chunks(body, size), lambda item, made: taken.append((item, made)), digest)
+    assert (envelope, [item for item, _ in taken]) == whole(body)
+    # every item but the last is parsed from its own bytes: the very JSON the body holds of it
+    assert [(item, data) for item, data in seen] == [(item, orjson.dumps(item)) for item in items[:-1]]
+    assert [made for _, made in taken] == [b"digest of n0", None, b"digest of n2", None]  # (the last: None)

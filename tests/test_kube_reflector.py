@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from scorer.cluster.memory import workload_key
 from scorer.kube import reflector as reflector_module
-from scorer.kube.apiresources import RESOURCES
+from scorer.kube.apiresources import RESOURCES, unassigned_pod
 from scorer.kube.client import ApiClient, ApiResponse, ApiUnavailable
 from scorer.kube.config import load_kubeconfig
 from scorer.kube.reflector import (
@@ -1294,3 +1294,47 @@ async def test_a_bookmark_from_the_api_server_advances_the_resource_version(cont
     # (For a watch of every pod, 1.20's bookmark carries the version of the last event: the unit test
     # test_bookmarks_only_advance_the_resource_version shows a bookmark moving the version on its own.)
     assert fault_proxy.watches("/api/v1/pods")[-1].query["resourceVersion"] == bookmarks[-1]
+
+
+async def test_unassigned_pods_are_found_by_the_json_the_api_server_sent_of_them() -> None:
+    bound = pod_json("bound", "1")
+    bound["spec"]["nodeName"] = "n1"
+    nominated = pod_json("nominated", "2")  # (unassigned, but not deferred: decoded with the list)
+    nominated["status"] = {"nominatedNodeName": "n1"}
+    first, gone, waiting = waiting_pod("a", "3"), waiting_pod("b", "4"), waiting_pod("c", "6")
+    last = waiting_pod("z", "5")
+    late = pod_json("late", "11")
+    now_bound = {**first, "metadata": {**first["metadata"], "resourceVersion": "12"},
+                 "spec": {**first["spec"], "nodeName": "n1"}}
+
+    def event(type_: str, obj: dict) -> bytes:  # (a watch event's object: kind and apiVersion first)
+        return line(type_, {"kind": "Pod", "apiVersion": "v1", **obj})
+
+    watch = FakeStream(lines=(event("ADDED", late), event("MODIFIED", now_bound), event("DELETED", gone)))
+    client = FakeClient([page([first, bound, nominated, gone, waiting, last], "10")], [watch])
+    reflector = fake_reflector(client, watch_timeout=100)
+    reflector.keep_json_digests(unassigned_pod)
+    await settle(client, reflector, Recorder())
+    store = reflector.store
+    # the pods still unassigned, by the bytes of their JSON as a list item has it (no kind, no apiVersion):
+    # from the list (delivered with it, or after the sync) and from a watch event alike
+    assert reflector.by_json(orjson.dumps(nominated)) is store["ns/nominated"]
+    assert reflector.by_json(orjson.dumps(waiting)) is store["ns/c"]
+    assert reflector.by_json(orjson.dumps(late)) is store["ns/late"]
+    assert reflector.by_json(bytearray(orjson.dumps(late))) is store["ns/late"]
+    # not any other: bound since, bound from the start, deleted, other bytes of the same pod; the last item
+    # of a list page is read with the page's end, not from its own bytes: not found (it is decoded instead)
+    for other in (first, now_bound, bound, gone, last, {**late, "status": {"phase": "Pending"}}):
+        assert reflector.by_json(orjson.dumps(other)) is None
+    assert reflector.by_json(orjson.dumps(late, option=orjson.OPT_INDENT_2)) is None
+    assert set(reflector._digests) == {"ns/nominated", "ns/c", "ns/late"} and len(reflector._by_digest) == 3
+
+
+async def test_without_keep_json_digests_nothing_is_found_by_json() -> None:
+    late = pod_json("late", "11")
+    client = FakeClient([page([waiting_pod("a", "3"), waiting_pod("z", "5")], "10")],
+                        [FakeStream(lines=(line("ADDED", {"kind": "Pod", "apiVersion": "v1", **late}),))])
+    reflector = fake_reflector(client, watch_timeout=100)
+    await settle(client, reflector, Recorder())
+    assert "ns/late" in reflector.store and reflector.by_json(orjson.dumps(late)) is None
+    assert reflector.by_json(orjson.dumps(waiting_pod("a", "3"))) is None and not reflector._digests

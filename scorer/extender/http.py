@@ -32,7 +32,8 @@ Metrics (the app's one collector registry): ``scorer_extender_requests_total{ver
 (result ``success``, ``error``, ``bad_request``: a body refused counts as one),
 ``scorer_extender_request_duration_seconds{verb}`` (reading the body to the
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
-know), ``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
+know), ``scorer_extender_pods_by_json_total`` (requests whose Pod was the
+watch's by its JSON, ``PodCache.by_bytes``), ``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
 once filter's answer was written, ``ScoreAhead``: ``used`` by the prioritize that
 followed, or ``unused``). With ``--enable-debug-endpoints``, ``GET /debug/extender``
 lists the last decisions (``Extender.decisions``).
@@ -84,6 +85,10 @@ class ExtenderMetrics:
         self.unknown_nodes = Counter("scorer_extender_unknown_nodes",
                                      "Node names in extender requests that scorer's cache did not know (yet): "
                                      "they pass Filter and get the middle score.", registry=collector_registry)
+        self.pods_by_json = Counter("scorer_extender_pods_by_json",
+                                    "Extender requests whose Pod was, byte for byte, the JSON the service's watch "
+                                    "decoded a pod from: that pod, the request's head not parsed.",
+                                    registry=collector_registry)
         self.scored_ahead = Counter("scorer_extender_scored_ahead",
                                     "prioritize answers computed once filter's answer was written, before "
                                     "kube-scheduler asked: used by the prioritize that followed, or unused.",
@@ -214,13 +219,15 @@ class ExtenderVerbs:
     counted in ``metrics``."""
 
     def __init__(self, extender: Extender, metrics: ExtenderMetrics, bodies: RequestBodies,
-                 watched_pods: Callable[[str], Pod | None] | None = None) -> None:
+                 watched_pods: Callable[[str], Pod | None] | None = None,
+                 pod_by_json: Callable[[bytes], Pod | None] | None = None) -> None:
         self.extender = extender
         self.metrics = metrics
         self.bodies = bodies
         extender.on_unknown = metrics.unknown_nodes.inc
         # (filter then prioritize: the same pod, the names it passed)
-        self.pods, self.names = PodCache(watched_pods), extender.names
+        self.pods, self.names = PodCache(watched_pods, pod_by_json), extender.names
+        self.pods.on_by_json = metrics.pods_by_json.inc
         self.ahead = ScoreAhead(metrics.count_ahead)
         self._handlers: dict[str, Callable[[bytes | bytearray], Answer]] = {FILTER: self._filter,
                                                                              PRIORITIZE: self._prioritize}
@@ -293,12 +300,14 @@ class ExtenderVerbs:
 
 def add_routes(app: web.Application, extender: Extender, collector_registry: CollectorRegistry,
                prefix: str = DEFAULT_PREFIX, *, body_timeout: float, debug: bool = False,
-               watched_pods: Callable[[str], Pod | None] | None = None) -> ExtenderVerbs:
+               watched_pods: Callable[[str], Pod | None] | None = None,
+               pod_by_json: Callable[[bytes], Pod | None] | None = None) -> ExtenderVerbs:
     """Serve the extender verbs under ``prefix`` (and ``/debug/extender`` with ``debug``); a request body
     must arrive within ``body_timeout`` seconds. ``watched_pods``: the pods the service's watch holds, by
-    ``namespace/name`` (``PodCache``: a request's pod is built from the watch's where it can be). Returns
-    the verbs, which the lean front (``scorer.extender.front``) serves too."""
-    verbs = ExtenderVerbs(extender, ExtenderMetrics(collector_registry), RequestBodies(body_timeout), watched_pods)
+    ``namespace/name``, and ``pod_by_json`` by their JSON (``PodCache``: a request's pod is the watch's
+    where it can be). Returns the verbs, which the lean front (``scorer.extender.front``) serves too."""
+    verbs = ExtenderVerbs(extender, ExtenderMetrics(collector_registry), RequestBodies(body_timeout), watched_pods,
+                          pod_by_json)
     prefix = prefix.rstrip("/")
 
     def endpoint(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:

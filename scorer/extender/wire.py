@@ -351,17 +351,36 @@ class PodCache:
     kube-scheduler sends a pod its own watch has just seen, so scorer's watch has decoded it too. A pod
     not kept here is then built from the watch's where the two differ only in what a binding changes
     (``pod_update_from_dict``: the node name, the status, the resourceVersion; the rest compared by its
-    digest), which is the pod ``pod_from_dict`` would decode; else it is decoded."""
+    digest), which is the pod ``pod_from_dict`` would decode; else it is decoded.
+
+    ``by_json`` gives the pod the watch decoded from the very bytes of a request's Pod (None: none;
+    ``Reflector.by_json``): kube-scheduler writes the API server's JSON of the pod byte for byte (as it
+    had it from its own watch: checked with kube-scheduler 1.20.2), so ``read_args`` takes that pod
+    without parsing the request's head at all (``by_bytes``)."""
 
     SIZE = 16
     MAX_POD_BYTES = 64 * 1024
     #: Request heads kept (``by_head``): kube-scheduler's filter and prioritize of one pod share one.
     HEADS = 2
 
-    def __init__(self, watched: Callable[[str], Pod | None] | None = None) -> None:
+    def __init__(self, watched: Callable[[str], Pod | None] | None = None,
+                 by_json: Callable[[bytes], Pod | None] | None = None) -> None:
         self._pods: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
         self._heads: collections.OrderedDict[bytes, Pod] = collections.OrderedDict()
         self._watched = watched
+        self._by_json = by_json
+        self.on_by_json: Callable[[], object] = lambda: None  # told each pod found by its bytes (``by_bytes``)
+
+    def by_bytes(self, head: bytes) -> Pod | None:
+        """The pod of a request whose body without its ``NodeNames`` member is ``head``, when ``head`` is
+        ``{"Pod":<JSON>,"Nodes":null}`` (kube-scheduler's names-only form) and the watch decoded a pod from
+        exactly that JSON; None otherwise."""
+        if self._by_json is None or not head.startswith(_POD_HEAD) or not head.endswith(_NULL_NODES_END):
+            return None
+        pod = self._by_json(head[len(_POD_HEAD):-len(_NULL_NODES_END)])
+        if pod is not None:
+            self.on_by_json()
+        return pod
 
     def by_head(self, head: bytes) -> Pod | None:
         """The pod of a request whose body without its ``NodeNames`` member was ``head`` (``keep_head``),
@@ -414,6 +433,9 @@ class PodCache:
 
 #: The last member of a body as kube-scheduler writes it, up to its array: ``...,"NodeNames":[...]}``.
 _LAST_NAMES = b',"NodeNames":['
+#: A names-only body's head (``_split_names``) as kube-scheduler writes it: ``{"Pod":<JSON>,"Nodes":null}``.
+_POD_HEAD = b'{"Pod":'
+_NULL_NODES_END = b',"Nodes":null}'
 
 
 def _split_names(body: bytes | bytearray) -> tuple[bytes, bytes] | None:
@@ -456,18 +478,36 @@ def _load(body: bytes | bytearray, names: NodeNames | None, split: tuple[bytes, 
         raise BadRequest(f"the request body is not JSON: {exc}") from None
 
 
+def _with_names(pod: Pod, raw: bytes, names: NodeNames) -> ExtenderArgs | None:
+    """``pod`` with the names of the JSON array ``raw`` (the body's last member), kept or decoded and checked
+    (``BadRequest`` naming a bad one); None when ``raw`` is not an array (the whole body is then read)."""
+    kept = names.kept_list(raw)
+    if kept is None:
+        try:
+            listed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(listed, list):
+            return None
+        kept = names.keep_list(raw, tuple(listed), names.ids(listed, "NodeNames[{}]"))
+    return ExtenderArgs(pod, kept.names, None, kept)
+
+
 def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: NodeNames | None = None) -> ExtenderArgs:
     """``ExtenderArgs`` from a request body; ``BadRequest`` naming the problem. With ``pods``, a pod
     seen before is not decoded again; with ``names``, node names seen before are not checked again, nor
     decoded when the same array of them was (``NodeNames.keep_list``); with both, a body that is another's
     with the same kept names (kube-scheduler's prioritize after its filter) is not read again
-    (``PodCache.by_head``)."""
+    (``PodCache.by_head``), and one whose Pod is byte for byte the JSON the watch decoded a pod from
+    (kube-scheduler's filter) reads its names only (``PodCache.by_bytes``)."""
     split = _split_names(body) if names is not None else None
     if split is not None and pods is not None and names is not None:
-        pod = pods.by_head(split[0])
-        kept = names.kept_list(split[1]) if pod is not None else None
-        if pod is not None and kept is not None:
-            return ExtenderArgs(pod, kept.names, None, kept)
+        pod = pods.by_head(split[0]) or pods.by_bytes(split[0])
+        if pod is not None:
+            args = _with_names(pod, split[1], names)
+            if args is not None:
+                pods.keep_head(split[0], pod)
+                return args
     obj, kept, decoded, raw = _load(body, names, split)
     if not isinstance(obj, dict):
         raise BadRequest(f"the request body must be a JSON object (ExtenderArgs), got {describe_value(obj)}")

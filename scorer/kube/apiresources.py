@@ -91,6 +91,12 @@ class Resource:
         return bool(self.version(old) != self.version(new))
 
 
+def unassigned_pod(raw: Mapping[str, Any]) -> bool:
+    """A pod that no node holds yet (no ``spec.nodeName``): one kube-scheduler may ask its extender about."""
+    spec = raw.get("spec")
+    return isinstance(spec, Mapping) and not spec.get("nodeName")
+
+
 def _waiting_pod_order(raw: Mapping[str, Any]) -> int | None:
     """A pod that only waits to be scheduled (no node, no nominated node, not finished): minus its priority,
     so that the highest priorities come first; None for any other pod (it is part of what the scheduler

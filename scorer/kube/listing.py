@@ -73,7 +73,9 @@ class ListSplitter:
     is parsed more than ``MAX_MISSES`` + 1 times whatever it holds.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, digest: Callable[[Any, memoryview], bytes | None] | None = None) -> None:
+        self.digest = digest  # called with each item parsed from its own bytes, and those bytes
+        self.digests: list[bytes | None] = []  # ``digest``'s answers for the items ``feed`` returned last
         self._buffer = bytearray()
         self._head: dict[str, Any] | None = None  # the envelope before the items, once they are found
         self._separator = b""  # b"}," + the first item's opening up to its first key
@@ -85,6 +87,7 @@ class ListSplitter:
     def feed(self, chunk: bytes) -> list[Any]:
         buffer = self._buffer
         buffer += chunk
+        self.digests = []
         if self.rest_whole or (self._head is None and (self.whole or not self._start(buffer))):
             return []
         if not self._separator:
@@ -103,6 +106,8 @@ class ListSplitter:
                     item = None  # a boundary inside an item: the piece grows to the next one
                 if type(item) is dict:
                     items.append(item)
+                    if self.digest is not None:
+                        self.digests.append(self.digest(item, view[start:at + 1]))
                     start, self._misses = at + 2, 0
                     continue
                 self._misses += 1
@@ -144,16 +149,27 @@ class ListSplitter:
         return {**self._head, **{k: v for k, v in tail.items() if k != "items"}}, tail["items"]
 
 
-async def read_list(stream: ChunkSource, take: Callable[[Any], None]) -> Any:
+async def read_list(stream: ChunkSource, take: Callable[..., None],
+                    digest: Callable[[Any, memoryview], bytes | None] | None = None) -> Any:
     """Read a LIST answer's body from ``stream``, calling ``take`` with each item (any JSON value, as the
     body has it) as soon as it is parsed; returns the envelope without its items (any JSON value for a
     body that is not an object: the caller says what is wrong). A body that is not JSON raises
-    ``orjson.JSONDecodeError``; items that are not a list are no items."""
-    splitter = ListSplitter()
+    ``orjson.JSONDecodeError``; items that are not a list are no items. With ``digest``, ``take`` gets a
+    second argument: ``digest(item, the item's JSON)`` for an item parsed from its own bytes, None for the
+    others (the last item of a body, read with its end; a body of another shape)."""
+    splitter = ListSplitter(digest)
     while chunk := await stream.readchunk():
-        for item in splitter.feed(chunk):
-            take(item)
+        items = splitter.feed(chunk)
+        if digest is None:
+            for item in items:
+                take(item)
+        else:
+            for item, made in zip(items, splitter.digests, strict=True):
+                take(item, made)
     envelope, rest = splitter.finish()
     for item in rest if isinstance(rest, list) else ():
-        take(item)
+        if digest is None:
+            take(item)
+        else:
+            take(item, None)
     return envelope

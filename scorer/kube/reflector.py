@@ -119,9 +119,11 @@ import asyncio
 import contextlib
 import datetime
 import gc
+import hashlib
 import logging
 import operator
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, NamedTuple, NoReturn
@@ -323,6 +325,7 @@ class _Deferred(NamedTuple):
     key: str
     position: int
     raw: Mapping[str, Any]
+    digest: bytes | None = None  # its JSON's (``Reflector.keep_json_digests``)
 
 
 class _NotServed(Exception):
@@ -402,6 +405,10 @@ class Reflector:
         self.watch_coalesce = watch_coalesce
         self.store: dict[str, Any] = {}
         self.resource_version = ""
+        # With keep_json_digests: the objects it asks for by key, with their JSON's digest; and keys by digest.
+        self._json_wanted: Callable[[Mapping[str, Any]], bool] | None = None
+        self._digests: dict[str, tuple[bytes, Any]] = {}
+        self._by_digest: dict[bytes, str] = {}
         # The path read: resource.path, or a fallback the server serves (chosen before the first list).
         self.path: str | None = None if resource.fallback_paths or resource.optional else resource.path
         self.served = True  # False once discovery said an optional resource is not served
@@ -656,7 +663,7 @@ class Reflector:
         seen: set[str] = set()
         deferrable = self.resource.deferrable if deferred is not None else None
 
-        def take(raw: Any) -> None:
+        def take(raw: Any, digest: bytes | None = None) -> None:
             if not isinstance(raw, Mapping):
                 return
             key = self.resource.key(raw)
@@ -667,11 +674,12 @@ class Reflector:
             place = deferrable(raw) if deferrable is not None else None
             if place is not None:
                 assert deferred is not None
-                deferred.append(_Deferred(place, key, len(deferred), raw))
+                deferred.append(_Deferred(place, key, len(deferred), raw, digest))
                 return
             obj = self._decode(key, raw)
             if obj is not None:
                 items[key] = obj
+                self._remember(key, digest, obj)
 
         while True:
             params = list_params(limit, token, from_cache=from_cache)
@@ -689,7 +697,7 @@ class Reflector:
                 if stream.status != 200:
                     raise _status_error(stream.response(await stream.read()), self.delays.retry_after_cap)
                 try:
-                    body = await read_list(stream, take)
+                    body = await read_list(stream, take, self._list_digest if self._json_wanted else None)
                 except orjson.JSONDecodeError as error:
                     raise WatchError("an undecodable list", f"GET {path}: the body is not JSON: {error}") from None
             if not isinstance(body, Mapping):
@@ -726,6 +734,7 @@ class Reflector:
                     obj = self._decode(entry.key, entry.raw)
                     if obj is not None:
                         self.store[entry.key] = obj
+                        self._remember(entry.key, entry.digest, obj)
                         self._deliver(handlers.add, entry.key, obj)
             await asyncio.sleep(0)
 
@@ -734,6 +743,7 @@ class Reflector:
         handlers = self._require_handlers()
         store = self.store
         for key in [k for k in store if k not in items]:
+            self._forget(key)
             self._deliver(handlers.delete, key, store.pop(key))
         changed = self.resource.changed
         for key, obj in items.items():
@@ -774,6 +784,8 @@ class Reflector:
                         raise WatchError("an undecodable watch event", f"watch event is not JSON: {error}",
                                          relist=True) from None
                     self.apply_event(event)
+                    if self._json_wanted is not None:
+                        self._remember_event(event, line)
                     self._last_event_at = time.time()
                     self._watch_worked()
             finally:
@@ -824,6 +836,7 @@ class Reflector:
             elif type_ == "DELETED":
                 if key is not None:
                     self._invalid.pop(key, None)
+                    self._forget(key)
                     old = self.store.pop(key, None)
                     if old is not None:
                         self._deliver(self._require_handlers().delete, key, old)
@@ -847,6 +860,61 @@ class Reflector:
             self._deliver(handlers.add, key, obj)
         else:
             self._deliver(handlers.update, key, old, obj)
+
+    # -- objects by their JSON
+
+    def keep_json_digests(self, wanted: Callable[[Mapping[str, Any]], bool]) -> None:
+        """From now on, keep the digest of each ``wanted`` object's JSON as the API server sent it, list item
+        or watch event, for ``by_json``: a client that sends the same bytes again (kube-scheduler sends its
+        extender the pod it is placing, byte for byte the API server's JSON of it) gets the object decoded
+        from them without decoding them again. Kept while the object is the one stored under its key and
+        still ``wanted``; forgotten when it changes otherwise, or goes."""
+        self._json_wanted = wanted
+
+    def by_json(self, data: bytes | bytearray | memoryview) -> Any | None:
+        """The stored object whose JSON, as the API server sent it without ``kind`` and ``apiVersion`` (a list
+        item's), is ``data``; None when none is (or its digest was not kept)."""
+        key = self._by_digest.get(json_digest(data))
+        if key is None:
+            return None
+        entry = self._digests.get(key)
+        if entry is None or self.store.get(key) is not entry[1]:
+            return None
+        return entry[1]
+
+    def _list_digest(self, raw: Any, data: memoryview) -> bytes | None:
+        """The digest of a list item's JSON ``data`` when it is wanted."""
+        wanted = self._json_wanted
+        return json_digest(data) if wanted is not None and isinstance(raw, Mapping) and wanted(raw) else None
+
+    def _remember(self, key: str, digest: bytes | None, obj: Any) -> None:
+        """``obj``, stored under ``key``, has JSON of ``digest`` (None: unknown, or not wanted)."""
+        self._forget(key)
+        if digest is not None:
+            self._digests[key] = digest, obj
+            self._by_digest[digest] = key
+
+    def _forget(self, key: str) -> None:
+        entry = self._digests.pop(key, None)
+        if entry is not None and self._by_digest.get(entry[0]) == key:
+            del self._by_digest[entry[0]]
+
+    def _remember_event(self, event: Any, line: bytes) -> None:
+        """After ``apply_event``: the digest of the event's object, its JSON cut from ``line`` without the
+        ``kind`` and ``apiVersion`` the API server writes first in a watch event (a list item has neither),
+        when it is wanted and is what the store now holds."""
+        if not isinstance(event, Mapping) or event.get("type") not in ("ADDED", "MODIFIED"):
+            return
+        raw = event.get("object")
+        key = self.resource.key(raw) if isinstance(raw, Mapping) else None
+        if key is None:
+            return
+        assert self._json_wanted is not None and isinstance(raw, Mapping)
+        obj = self.store.get(key)
+        version = getattr(obj, "resource_version", None)
+        data = _event_object(line) if version is not None and version == _version_of(raw) \
+            and self._json_wanted(raw) else None
+        self._remember(key, json_digest(data) if data is not None else None, obj)
 
     # -- objects
 
@@ -918,3 +986,26 @@ def _version_of(raw: Mapping[str, Any]) -> str:
     meta = raw.get("metadata")
     version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
     return version if isinstance(version, str) else ""
+
+
+def json_digest(data: bytes | bytearray | memoryview) -> bytes:
+    """The digest ``Reflector.by_json`` keeps of an object's JSON (BLAKE2b, 128 bits)."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+_EVENT_OBJECT = b'"object":'
+_KIND_FIRST = re.compile(rb'\{"kind":"[A-Za-z]+","apiVersion":"[a-z0-9./]+",')
+
+
+def _event_object(line: bytes) -> bytes | None:
+    """A watch event's object JSON in ``line`` (``{"type":...,"object":{...}}``) without the ``kind`` and
+    ``apiVersion`` the API server writes first, as a list item has it; None for another layout. The object
+    is the event's last member: from its key to the event's closing brace."""
+    at = line.find(_EVENT_OBJECT)
+    end = line.rfind(b"}")
+    if at < 0 or end <= at:
+        return None
+    head = _KIND_FIRST.match(line, at + len(_EVENT_OBJECT))
+    if head is None:
+        return None
+    return b"{" + line[head.end():end]

@@ -54,6 +54,7 @@ from scorer.cluster.interface import ClusterSource
 from scorer.config import effective_config
 from scorer.extender import http as extender_http
 from scorer.extender.extender import Extender
+from scorer.kube.apiresources import unassigned_pod
 from scorer.model import Pod
 from scorer.service.health import HealthEndpoint, NamedCheck
 from scorer.service.options import ServiceOptions
@@ -314,7 +315,8 @@ def create_app(service: Service) -> web.Application:
                             keep=EXTENDER_DECISIONS_KEPT if options.enable_debug_endpoints else 0)
         verbs = extender_http.add_routes(app, extender, asm.metrics.collector_registry, options.extender_prefix,
                                          body_timeout=options.http_timeout, debug=options.enable_debug_endpoints,
-                                         watched_pods=_watched_pods(service.source))
+                                         watched_pods=_watched_pods(service.source),
+                                         pod_by_json=_pod_by_json(service.source))
     app[EXTENDER_KEY] = extender
     app[EXTENDER_VERBS_KEY] = verbs  # (served by the listener's lean front too: scorer.service.run)
     app.cleanup_ctx.extend([_api_session, _binder, *_cluster_source_contexts(service), _metric_sources,
@@ -344,6 +346,18 @@ def _watched_pods(source: ClusterSource) -> Callable[[str], Pod | None] | None:
     if reflector is None:
         return None
     return lambda key: reflector.store.get(key)
+
+
+def _pod_by_json(source: ClusterSource) -> Callable[[bytes], Pod | None] | None:
+    """The pod the pod reflector of an API source holds whose JSON is the given bytes (kube-scheduler sends
+    its extender the API server's JSON of a pod, byte for byte): from now on the reflector keeps the digests
+    of the unassigned pods' JSON (``Reflector.keep_json_digests``). None for another source."""
+    reflector = _reflectors(source).get("pods")
+    if reflector is None:
+        return None
+    reflector.keep_json_digests(unassigned_pod)
+    by_json: Callable[[bytes], Pod | None] = reflector.by_json
+    return by_json
 
 
 # -- cleanup contexts (one per long-lived part) ---------------------------------------
