@@ -33,7 +33,8 @@ Metrics (the app's one collector registry): ``scorer_extender_requests_total{ver
 ``scorer_extender_request_duration_seconds{verb}`` (reading the body to the
 answer), ``scorer_extender_unknown_nodes_total`` (node names the cache did not
 know), ``scorer_extender_pods_by_json_total`` (requests whose Pod was the
-watch's by its JSON, ``PodCache.by_bytes``), ``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
+watch's by its JSON, ``PodCache.by_bytes``),
+``scorer_extender_scored_ahead_total{result}`` (prioritize answers computed
 once filter's answer was written, ``ScoreAhead``: ``used`` by the prioritize that
 followed, or ``unused``). With ``--enable-debug-endpoints``, ``GET /debug/extender``
 lists the last decisions (``Extender.decisions``).
