@@ -187,7 +187,10 @@ class NodeNames:
     Whole arrays of names are kept too (``keep_list``, ``kept_list``: a ``NameList`` by the array's JSON),
     the last ``LISTS`` of them, at most ``LIST_BYTES`` in all, each counted as its JSON and ``LIST_ENTRY_BYTES``
     per name (the name's Python object, its tuple slot, its id): kube-scheduler's filter and prioritize
-    requests of one pod need two.
+    requests of one pod need two, and its filters come back to the same arrays of names: it starts each
+    search of feasible nodes where the last one stopped, so the windows of its node list it sends repeat
+    as the start goes round (at 500 nodes, 1,000 filters sent 400 distinct arrays; with 128 arrays kept,
+    436 of them were one kept, with 256, 593: none were among the last 4).
     """
 
     MAX_BYTES = 16 * 1024 * 1024
@@ -196,7 +199,7 @@ class NodeNames:
     #: with the caches evicted between requests: 230 names of 500 kept (kube-scheduler's filter at 500 nodes)
     #: 0.10 ms by the dict, 0.11 by the index; 500 names of 5,000 (at 5,000 nodes) 0.26 and 0.14 ms.
     INDEXED = 256
-    LISTS = 4
+    LISTS = 256
     LIST_BYTES = 8 * 1024 * 1024
     LIST_ENTRY_BYTES = 80
     #: The end of an entry of each score in 0-10, and the comma after it.
