@@ -304,6 +304,11 @@ class NodeNames:
             self.list_bytes -= self._list_size(dropped, dropped_list)
         return name_list
 
+    def keep_decoded(self, raw: bytes, listed: list[Any]) -> NameList:
+        """``keep_list`` of a request's ``NodeNames`` array ``listed``, decoded from its JSON ``raw``: its names
+        checked (``BadRequest`` naming the first bad one) and their ids."""
+        return self.keep_list(raw, tuple(listed), self.ids(listed, "NodeNames[{}]"))
+
     def _list_size(self, raw: bytes, name_list: NameList) -> int:
         return len(raw) + self.LIST_ENTRY_BYTES * len(name_list.names)
 
@@ -492,7 +497,7 @@ def _with_names(pod: Pod, raw: bytes, names: NodeNames) -> ExtenderArgs | None:
             return None
         if not isinstance(listed, list):
             return None
-        kept = names.keep_list(raw, tuple(listed), names.ids(listed, "NodeNames[{}]"))
+        kept = names.keep_decoded(raw, listed)
     return ExtenderArgs(pod, kept.names, None, kept)
 
 
@@ -531,7 +536,7 @@ def read_args(body: bytes | bytearray, pods: PodCache | None = None, names: Node
         return ExtenderArgs(pod, kept.names, None, kept)
     if decoded is not None:
         assert names is not None
-        kept = names.keep_list(raw, tuple(decoded), names.ids(decoded, "NodeNames[{}]"))
+        kept = names.keep_decoded(raw, decoded)
         return ExtenderArgs(pod, kept.names, None, kept)
     checked = names if names is not None else NodeNames()
     node_names = fields.get("nodenames")
