@@ -246,8 +246,10 @@ def _measure(
         "extension_points_ms": extension_points(asm.metrics.collector_registry),
         "plugins_ms": plugins(asm.metrics.collector_registry),
         "memory": {
-            # VmHWM may trail the RSS read last (the kernel syncs its counters lazily): the peak is at least that
-            "peak_rss_mb": round(max(peak_rss_mb(), rss_pods), 1), "base_rss_mb": round(base_rss, 1),
+            # VmHWM may trail the RSS read before (the kernel syncs its counters lazily): the peak is at least
+            # every RSS this process has read, the base included
+            "peak_rss_mb": round(max(peak_rss_mb(), base_rss, rss_empty, rss_nodes, rss_pods, rss_mb()), 1),
+            "base_rss_mb": round(base_rss, 1),
             "setup_rss_mb": round(rss_empty, 1), "nodes_rss_mb": round(rss_nodes, 1),
             "pods_rss_mb": round(rss_pods, 1),
             "bytes_per_node": _per(rss_nodes - rss_empty, len(setup.nodes)),
