@@ -28,12 +28,13 @@ from scorer.extender import http as extender_http
 from scorer.extender.extender import UNKNOWN_NODE_SCORE, ScoreAhead
 from scorer.extender.wire import MAX_NODE_NAME, HashIndex, NameList, NodeNames, PodCache, filter_result, node_name_error
 from scorer.framework import CycleState
+from scorer.kube.reflector import EXTENDER_WATCH_COALESCE, WATCH_COALESCE
 from scorer.model import Pod, pod_from_dict
 from scorer.registry import build_registry
 from scorer.service import app as service_app
 from scorer.service import run as service_run
 from scorer.service.app import Service
-from scorer.service.build import check_extender_options
+from scorer.service.build import build_service, check_extender_options
 from scorer.service.options import ServiceOptions
 from scorer.sources import MetricsSnapshot, SourceArgs, SourceHub
 from scorer.testing import make_node, make_pod
@@ -881,6 +882,28 @@ async def test_no_scheduling_binds_nothing(aiohttp_client):
     await asyncio.sleep(0.3)  # (a scheduling loop binds a pending pod within milliseconds)
     assert not service.scheduling and "scheduling-loop" not in service.supervisor.tasks
     assert all(not pod.node_name for pod in cluster.pods.values())
+
+
+async def test_an_extender_alone_reads_its_watches_in_longer_batches(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                      f"profiles:\n- schedulerName: {PROFILE}\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                          "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\n"
+                          "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    coalesce = {}
+    for no_scheduling in (True, False):
+        service = build_service(ServiceOptions(config=str(config), kubeconfig=str(kubeconfig), extender_profile=PROFILE,
+                                               no_scheduling=no_scheduling))
+        try:
+            coalesce[no_scheduling] = {r.watch_coalesce for r in service.source.reflectors.values()}
+        finally:
+            for client in service.clients:
+                await client.close()
+    assert coalesce == {True: {EXTENDER_WATCH_COALESCE}, False: {WATCH_COALESCE}}
+    assert EXTENDER_WATCH_COALESCE > WATCH_COALESCE
 
 
 def test_extender_options_are_checked():

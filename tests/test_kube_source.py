@@ -14,7 +14,7 @@ from scorer.cluster.interface import ClusterSource
 from scorer.kube.apiresources import STORAGE_RESOURCES, WORKLOAD_RESOURCES
 from scorer.kube.client import ApiClient
 from scorer.kube.config import ClusterAccess
-from scorer.kube.reflector import RetryDelays
+from scorer.kube.reflector import WATCH_COALESCE, RetryDelays
 from scorer.kube.source import ApiSource
 from scorer.model import LabelSelector, LabelSelectorRequirement, Pod
 
@@ -38,6 +38,8 @@ def test_the_source_is_a_cluster_source_and_checks_its_arguments() -> None:
     assert all(r.delays == RetryDelays() for r in source.reflectors.values())
     delays = RetryDelays(connect=0.1, connect_cap=1.0)
     assert all(r.delays is delays for r in ApiSource(client, delays=delays).reflectors.values())
+    assert {r.watch_coalesce for r in source.reflectors.values()} == {WATCH_COALESCE}
+    assert {r.watch_coalesce for r in ApiSource(client, watch_coalesce=0.02).reflectors.values()} == {0.02}
     assert set(source.status().values()) == {"not started"}
     assert not source.has_synced()
     with pytest.raises(ValueError, match="unknown resources \\['deployments'\\]"):

@@ -54,6 +54,7 @@ from scorer.kube.listing import DEFAULT_PAGE_SIZE
 from scorer.kube.reflector import (
     DEFAULT_DELAYS,
     DEFAULT_WATCH_TIMEOUT,
+    WATCH_COALESCE,
     InvalidCallback,
     Reflector,
     ReflectorMetrics,
@@ -72,13 +73,15 @@ class ApiSource:
     ``collector_registry`` receives the ``scorer_reflector_*`` metrics (a private one if
     None); ``on_invalid(resource, raw, message)`` is told of each malformed
     object (once per resourceVersion); ``delays``: every reflector's waits
-    before trying again, and the restart backoff of a crashed one.
+    before trying again, and the restart backoff of a crashed one;
+    ``watch_coalesce``: how long every watch's socket is left unread after an
+    event (``Reflector``'s).
     """
 
     def __init__(self, client: ApiClient, *, collector_registry: CollectorRegistry | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
                  on_invalid: InvalidCallback | None = None, resources: tuple[str, ...] = DEFAULT_RESOURCES,
-                 delays: RetryDelays = DEFAULT_DELAYS) -> None:
+                 delays: RetryDelays = DEFAULT_DELAYS, watch_coalesce: float = WATCH_COALESCE) -> None:
         unknown = [name for name in resources if name not in RESOURCES]
         if unknown or not resources:
             raise ValueError(f"unknown resources {unknown or list(resources)}: expected some of {sorted(RESOURCES)}")
@@ -91,7 +94,7 @@ class ApiSource:
             reflector = Reflector(client, RESOURCES[name], metrics=self.metrics, page_size=page_size,
                                   watch_timeout=watch_timeout, on_invalid=on_invalid, delays=delays,
                                   deliver_after=previous.wait_for_sync if previous is not None else None,
-                                  watch_after=self.wait_for_sync)
+                                  watch_after=self.wait_for_sync, watch_coalesce=watch_coalesce)
             self.reflectors[name] = previous = reflector
 
     async def run(self, handlers: ObjectHandlers) -> None:

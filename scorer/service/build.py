@@ -38,6 +38,7 @@ from scorer.kube.client import DEFAULT_TIMEOUT, ApiClient, RestClientMetrics
 from scorer.kube.config import ClusterAccess, choose_access
 from scorer.kube.early import USER_AGENT, EarlyLists
 from scorer.kube.leader import LeaderElector
+from scorer.kube.reflector import EXTENDER_WATCH_COALESCE, WATCH_COALESCE
 from scorer.kube.source import ApiSource
 from scorer.kube.writer import ApiWriter
 from scorer.metrics import SchedulerMetrics
@@ -99,7 +100,9 @@ def build_service(options: ServiceOptions) -> Service:
             elector = LeaderElector.from_config(elector_client, election, collector_registry=metrics.collector_registry)
         except ValueError as exc:
             raise ConfigError([("leaderElection", str(exc))], options.config) from None
-    source = ApiSource(api, collector_registry=metrics.collector_registry)
+    # (an extender alone: its watches read in longer batches, EXTENDER_WATCH_COALESCE)
+    source = ApiSource(api, collector_registry=metrics.collector_registry,
+                       watch_coalesce=EXTENDER_WATCH_COALESCE if options.no_scheduling else WATCH_COALESCE)
     service = Service(asm, source, options, elector=elector, clients=clients, source_status=source.status,
                       finalizers=[writer.flush_series])
     if elector is not None:
