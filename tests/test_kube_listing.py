@@ -40,7 +40,9 @@ def list_body(items: list[Any], **envelope: Any) -> bytes:
 
 async def read(body: bytes, size: int) -> tuple[Any, list[Any]]:
     taken: list[Any] = []
-    envelope = await read_list(Chunks(body, size), taken.append)
+    made: list[bytes | None] = []
+    envelope = await read_list(Chunks(body, size), lambda item, digest: (taken.append(item), made.append(digest)))
+    assert made == [None] * len(taken)  # (no digest asked for: none made)
     return envelope, taken
 
 

@@ -25,6 +25,7 @@ of the whole body.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -149,27 +150,20 @@ class ListSplitter:
         return {**self._head, **{k: v for k, v in tail.items() if k != "items"}}, tail["items"]
 
 
-async def read_list(stream: ChunkSource, take: Callable[..., None],
+async def read_list(stream: ChunkSource, take: Callable[[Any, bytes | None], None],
                     digest: Callable[[Any, memoryview], bytes | None] | None = None) -> Any:
-    """Read a LIST answer's body from ``stream``, calling ``take`` with each item (any JSON value, as the
-    body has it) as soon as it is parsed; returns the envelope without its items (any JSON value for a
+    """Read a LIST answer's body from ``stream``, calling ``take(item, made)`` with each item (any JSON value,
+    as the body has it) as soon as it is parsed; returns the envelope without its items (any JSON value for a
     body that is not an object: the caller says what is wrong). A body that is not JSON raises
-    ``orjson.JSONDecodeError``; items that are not a list are no items. With ``digest``, ``take`` gets a
-    second argument: ``digest(item, the item's JSON)`` for an item parsed from its own bytes, None for the
-    others (the last item of a body, read with its end; a body of another shape)."""
+    ``orjson.JSONDecodeError``; items that are not a list are no items. ``made``: with ``digest``,
+    ``digest(item, the item's JSON)`` for an item parsed from its own bytes; None for the others (the last
+    item of a body, read with its end; a body of another shape) and without ``digest``."""
     splitter = ListSplitter(digest)
     while chunk := await stream.readchunk():
-        items = splitter.feed(chunk)
-        if digest is None:
-            for item in items:
-                take(item)
-        else:
-            for item, made in zip(items, splitter.digests, strict=True):
-                take(item, made)
+        items = splitter.feed(chunk)  # (then ``splitter.digests``: one per item with ``digest``, else none)
+        for item, made in itertools.zip_longest(items, splitter.digests):
+            take(item, made)
     envelope, rest = splitter.finish()
     for item in rest if isinstance(rest, list) else ():
-        if digest is None:
-            take(item)
-        else:
-            take(item, None)
+        take(item, None)
     return envelope

@@ -671,7 +671,7 @@ class Reflector:
         seen: set[str] = set()
         deferrable = self.resource.deferrable if deferred is not None else None
 
-        def take(raw: Any, digest: bytes | None = None) -> None:
+        def take(raw: Any, digest: bytes | None) -> None:
             if not isinstance(raw, Mapping):
                 return
             key = self.resource.key(raw)
