@@ -18,7 +18,6 @@ sequence cannot forge lines or drive the terminal. JSON output is exact JSON.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.metadata
 import logging
 import os
@@ -41,7 +40,7 @@ from scorer.inputs.describe import printable
 from scorer.kube.early import EarlyLists
 from scorer.registry import ENTRY_POINT_GROUP, EXTENSION_POINTS, LoadFailure, PluginRegistry, build_registry
 from scorer.scaffold import KINDS, new_plugin, plugin_names
-from scorer.service import logs
+from scorer.service import eventloop, logs
 from scorer.service.build import build_service
 from scorer.service.options import DEFAULT_PORT, ServiceOptions
 from scorer.service.run import serve
@@ -257,12 +256,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         autoload=False if args.no_plugin_autoload else None, blocked=tuple(args.block_plugin or ()),
         seed=args.seed, extender_profile=args.extender_profile, extender_prefix=args.extender_prefix,
         no_scheduling=args.no_scheduling, metrics_file=args.metrics, early_lists=args.early_lists)
+    loop_factory = eventloop.choose(args.event_loop)
     logs.configure(options.log_format)
     service = build_service(options)
     startup.mark("built")
     for warning in (*map(_failure_warning, service.asm.registry.failures), *service.asm.warnings):
         logging.getLogger("scorer.service").warning("%s", warning)
-    return asyncio.run(serve(service))
+    return eventloop.run(serve(service), loop_factory)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -392,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "nothing, no leader election")
     p.add_argument("--metrics", metavar="FILE", help="MetricsSnapshot file (YAML/JSON) that metric-driven plugins "
                                                      "read instead of Prometheus (demos, tests)")
+    p.add_argument("--event-loop", choices=eventloop.EVENT_LOOPS, default=eventloop.DEFAULT_EVENT_LOOP,
+                   help="the event loop: uvloop (libuv's, less CPU per pod), asyncio (the standard library's), or "
+                        "auto: uvloop where it is installed (default auto)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("bench", help="the capacity-planning bench: pods/s, cycle latency and memory as the cluster "

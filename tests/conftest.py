@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+import uvloop
 
 from scorer.registry import build_registry
 
@@ -16,6 +19,17 @@ def registry():
 @pytest.fixture
 def catalog(registry):
     return registry.catalog()
+
+
+# --- event loops: a module marked ``event_loops`` runs its async tests on both (scorer.service.eventloop) ---
+
+
+def pytest_asyncio_loop_factories(config, item):
+    """asyncio's loop for every async test; uvloop's too for those marked ``event_loops`` (the service's
+    transports, TLS and timers: what differs between the two)."""
+    if item.get_closest_marker("event_loops") is None:
+        return {"asyncio": asyncio.new_event_loop}
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 
 
 # --- real Prometheus (tests/promkit.py); tests using these are marked @pytest.mark.prometheus ---

@@ -20,6 +20,9 @@ from scorer.service import app as service_app
 from scorer.service import run as service_run
 from scorer.service.app import Service
 
+# (the service runs on uvloop by default, scorer.service.eventloop: these run on both loops)
+pytestmark = pytest.mark.event_loops
+
 KUBE_HEAD = ("POST {path} HTTP/1.1\r\nHost: 127.0.0.1:10259\r\nUser-Agent: Go-http-client/1.1\r\n"
              "Content-Length: {length}\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n")
 

@@ -14,6 +14,9 @@ from servicekit import self_signed_certificate
 from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient, _socket_transport
 from scorer.kube.config import ClusterAccess
 
+# (the service runs on uvloop by default, scorer.service.eventloop: these run on both loops)
+pytestmark = pytest.mark.event_loops
+
 
 async def test_posts_share_a_bounded_pool_and_streams_do_not_wait_behind_them(aiohttp_server) -> None:
     peers: set[tuple[str, int]] = set()

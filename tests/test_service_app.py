@@ -25,6 +25,9 @@ from scorer.service.run import ListenError, serve, server_ssl_context
 from scorer.tasks import Supervisor
 from scorer.testing import make_node, make_pod
 
+# (the service runs on uvloop by default, scorer.service.eventloop: these run on both loops)
+pytestmark = pytest.mark.event_loops
+
 
 class GatedSource:
     """An InMemoryCluster whose initial list is delivered only once ``release()`` is called."""

@@ -7,7 +7,9 @@ reads from scorer as kube-scheduler's extender: ``POST /scheduler/filter``
 request's JSON and writes a real answer, but decodes no Pod and runs no plugin:
 a ``kube-scheduler+stand-in`` point is what kube-scheduler pays for two HTTP
 round trips per pod to a second process on the same machine, the ceiling of any
-extender there.
+extender there. It runs on the event loop ``scorer run`` runs on by default
+(``scorer.service.eventloop``: uvloop where it is installed), so the two are
+compared on the same one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from aiohttp import web
 from scorer import exposition
 from scorer.extender.http import DEFAULT_PREFIX, FILTER, PRIORITIZE, ExtenderMetrics
 from scorer.metrics import SchedulerMetrics
+from scorer.service import eventloop
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 
@@ -76,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1 or not args[0].isdigit() or not 0 < int(args[0]) < 65536:
         print("usage: python -m scorer.bench.standin PORT (1-65535)", file=sys.stderr)
         return 2
-    web.run_app(app(), host="127.0.0.1", port=int(args[0]), print=None, handle_signals=True)
+    web.run_app(app(), host="127.0.0.1", port=int(args[0]), print=None, handle_signals=True,
+                loop=eventloop.choose()())
     return 0
 
 

@@ -46,6 +46,7 @@ import email.utils
 import re
 import time
 from collections.abc import Callable
+from typing import cast
 
 import orjson
 
@@ -122,8 +123,8 @@ class ExtenderFront(asyncio.Protocol):
 
     # -- the connection ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # (an asyncio.Transport in kind: uvloop's transports do not derive from asyncio's classes)
+        self.transport = cast(asyncio.Transport, transport)
         self.factory.fronts.add(self)
         self._arm(self._head_late)
 

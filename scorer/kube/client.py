@@ -55,7 +55,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import aiohttp.http_exceptions
@@ -251,12 +251,17 @@ class ApiStream:
 
 
 def _socket_transport(transport: asyncio.BaseTransport | None) -> asyncio.ReadTransport | None:
-    """The transport that reads ``transport``'s socket: under TLS, the one beneath asyncio's SSL transport
-    (pausing the SSL transport itself only stops handing on what it decrypted: the socket is still read,
-    the event loop woken, at every arrival). None when there is none to pause."""
+    """The transport to pause to leave ``transport``'s socket unread. Under TLS on asyncio's loop, the one
+    beneath its SSL transport (pausing the SSL transport itself only stops handing on what it decrypted:
+    the socket is still read, the event loop woken, at every arrival). uvloop's SSL transport hides the
+    one beneath: it is paused itself (libuv still reads the socket, in C; nothing is decrypted or handed
+    to aiohttp until the hold ends). None when there is none to pause. (uvloop's transports do not
+    derive from asyncio's classes: read by what they do.)"""
     inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
     found = inner if inner is not None else transport
-    return found if isinstance(found, asyncio.ReadTransport) else None
+    pausable = all(callable(getattr(found, method, None)) for method in ("pause_reading", "resume_reading",
+                                                                         "is_reading", "is_closing"))
+    return cast(asyncio.ReadTransport, found) if pausable else None
 
 
 class EarlyApiStream(ApiStream):

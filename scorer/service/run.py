@@ -55,7 +55,7 @@ from aiohttp import web
 
 from scorer.errors import InputError
 from scorer.extender.front import FrontFactory
-from scorer.service import logs
+from scorer.service import eventloop, logs
 from scorer.service.app import EXTENDER_VERBS_KEY, LINGERING_TIME, Service
 from scorer.service.options import ServiceOptions
 
@@ -132,8 +132,9 @@ async def serve(service: Service, *, on_listening: asyncio.Future[int] | None = 
         scheme = "https" if context is not None else "http"
         extender = (f", the extender ({options.extender_prefix.rstrip('/')}/filter, /prioritize; profile "
                     f"{options.extender_profile})" if options.extender_profile else "")
-        log.info("serving /metrics, /healthz, /livez, /readyz%s on %s://%s:%d%s", extender, scheme,
-                 options.bind_address, port, "; scheduling nothing (--no-scheduling)" if options.no_scheduling else "")
+        log.info("serving /metrics, /healthz, /livez, /readyz%s on %s://%s:%d%s (event loop: %s)", extender, scheme,
+                 options.bind_address, port, "; scheduling nothing (--no-scheduling)" if options.no_scheduling else "",
+                 eventloop.describe(loop))
         if on_listening is not None and not on_listening.done():
             on_listening.set_result(port)
         for signum in (signal.SIGTERM, signal.SIGINT):
