@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import sys
 
 import pytest
@@ -13,14 +15,17 @@ from test_service_app import make_service, serving
 from scorer.cli import EXIT_INPUT, main
 from scorer.errors import InputError
 from scorer.service import eventloop
+from scorer.service.run import listening_socket
 
 pytestmark = pytest.mark.event_loops
 
 
 def test_auto_is_uvloop_where_it_is_installed_and_asyncio_is_the_standard_loop() -> None:
     assert eventloop.DEFAULT_EVENT_LOOP == "auto"
-    assert eventloop.choose("auto") is uvloop.new_event_loop
-    assert eventloop.choose("uvloop") is uvloop.new_event_loop
+    for choice in ("auto", "uvloop"):
+        loop = eventloop.choose(choice)()
+        assert isinstance(loop, uvloop.Loop) and eventloop.describe(loop) == f"uvloop {uvloop.__version__}"
+        loop.close()
     assert eventloop.choose("asyncio") is asyncio.new_event_loop
 
 
@@ -65,3 +70,49 @@ async def test_the_service_names_its_event_loop_when_it_starts_serving(caplog) -
     assert len(serving_lines) == 1
     assert serving_lines[0].endswith(f"(event loop: {eventloop.describe(asyncio.get_running_loop())})")
     assert f"(event loop: {expected}" in serving_lines[0]
+
+
+@pytest.mark.parametrize(("address", "family"), [("127.0.0.1", socket.AF_INET), ("::1", socket.AF_INET6)])
+def test_an_ip_address_is_listened_on_from_a_socket_made_as_asyncio_makes_it(address, family) -> None:
+    sock = listening_socket(address, 0)
+    assert sock is not None
+    with sock:
+        assert sock.family == family and sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR)
+        if family == socket.AF_INET6:
+            assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY)
+        assert sock.getsockname()[0] == address
+        sock.listen(1)
+        with pytest.raises(OSError):  # (that port taken: the service's ListenError says so)
+            listening_socket(address, sock.getsockname()[1]).close()
+
+
+def test_a_host_name_is_left_to_the_loop() -> None:
+    assert listening_socket("localhost", 0) is None
+
+
+@pytest.mark.parametrize("choice", ["uvloop", "asyncio"])
+def test_serving_on_an_ip_address_starts_no_thread_on_either_loop(choice) -> None:
+    """uvloop looks up an address given to ``create_server`` on libuv's thread pool (4 threads that stay): the
+    service binds its socket itself."""
+    service, _, _ = make_service(pods=1)
+
+    async def serve_a_moment() -> int:
+        async with serving(service):
+            return len(os.listdir("/proc/self/task"))
+
+    before = len(os.listdir("/proc/self/task"))
+    assert eventloop.run(serve_a_moment(), eventloop.choose(choice)) == before
+
+
+def test_on_uvloop_an_ip_address_is_looked_up_in_place_and_a_host_name_as_uvloop_does() -> None:
+    async def lookups() -> int:
+        loop = asyncio.get_running_loop()
+        for host in ("127.0.0.1", "::1"):  # (sock_connect asks with no type: uvloop would use libuv's pool)
+            found = await loop.getaddrinfo(host, 443)
+            assert found and {entry[4][:2] for entry in found} == {(host, 443)}
+        threads = len(os.listdir("/proc/self/task"))
+        assert (await loop.getaddrinfo("localhost", 443, type=socket.SOCK_STREAM))[0][4][1] == 443
+        return threads
+
+    before = len(os.listdir("/proc/self/task"))
+    assert eventloop.run(lookups(), eventloop.choose("uvloop")) == before  # (no thread for an IP address)

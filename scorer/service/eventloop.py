@@ -11,13 +11,24 @@ loop"): about a tenth less CPU per bound pod.
 when it can be imported and asyncio's loop otherwise; ``uvloop`` is an error
 naming why when it cannot be; ``asyncio`` is the standard library's loop. The
 service names the one it runs on in its ``serving ...`` line at start. Nothing in scorer depends on
-which: both run every test of the service (``tests/conftest.py``'s loop
-factories), and the bench's stand-in extender runs on the same one as scorer.
+which: the tests of the extender's front, the API client's connections and the
+service's HTTP side run on both (``tests/conftest.py``), the tests that start
+``scorer run`` on its default; the bench's stand-in extender runs on the same
+loop as scorer.
+
+uvloop looks up host names, and even IP addresses given to ``create_server``
+or ``sock_connect``, on libuv's thread pool (4 threads that stay once
+started). The service binds its listening socket itself (``scorer.service.run``)
+and its loop answers an IP address in place (``NumericLoop``), so a service
+given IP addresses stays one thread on uvloop too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -37,22 +48,47 @@ def choose(choice: str = DEFAULT_EVENT_LOOP) -> LoopFactory:
         raise InputError(f"--event-loop: expected one of {', '.join(EVENT_LOOPS)}, got {choice!r}")
     if choice != ASYNCIO:
         try:
-            import uvloop
+            return _uvloop_class()
         except ImportError as exc:
             if choice == UVLOOP:
                 raise InputError(f"--event-loop uvloop: uvloop cannot be imported ({exc}): install it "
                                  f"(pip install uvloop) or run on --event-loop asyncio") from None
-        else:
-            return uvloop.new_event_loop
     return asyncio.new_event_loop
+
+
+def _uvloop_class() -> type[asyncio.AbstractEventLoop]:
+    """uvloop's loop, with IP addresses looked up in place (``getaddrinfo``). ``ImportError`` without uvloop."""
+    import uvloop
+
+    class NumericLoop(uvloop.Loop):
+        """uvloop looks up every address ``sock_connect`` is given (aiohttp's connector hands it the API
+        server's IP address) on libuv's thread pool, which then stays: 4 threads that a process given IP
+        addresses never needs, and a hop to another thread per connection. An IP address is answered here,
+        in place (``AI_NUMERICHOST``: no name service asked, nothing waits)."""
+
+        async def getaddrinfo(self, host: Any, port: Any, *, family: int = 0, type: int = 0, proto: int = 0,
+                              flags: int = 0) -> Any:
+            if isinstance(host, str) and _is_ip_address(host):
+                return socket.getaddrinfo(host, port, family, type, proto, flags | socket.AI_NUMERICHOST)
+            return await super().getaddrinfo(host, port, family=family, type=type, proto=proto, flags=flags)
+
+    return NumericLoop
+
+
+def _is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def describe(loop: asyncio.AbstractEventLoop) -> str:
     """``loop`` as the service's start-up line names it: ``uvloop 0.23.0`` or ``asyncio``."""
-    module = type(loop).__module__.partition(".")[0]
-    if module == UVLOOP:
-        import uvloop
+    uvloop = sys.modules.get(UVLOOP)
+    if uvloop is not None and isinstance(loop, uvloop.Loop):
         return f"uvloop {getattr(uvloop, '__version__', '?')}"
+    module = type(loop).__module__.partition(".")[0]
     return ASYNCIO if module == ASYNCIO else f"{module}.{type(loop).__qualname__}"
 
 
