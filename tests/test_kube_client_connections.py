@@ -123,6 +123,8 @@ async def test_a_coalescing_stream_leaves_its_socket_unread_after_a_line_and_rea
             second = asyncio.ensure_future(stream.readline())
             await asyncio.sleep(0.3)  # (both lines written meanwhile: they wait in the socket, unread)
             assert not second.done()
+            if tls:  # (not even read into the TLS layer, whose buffer holds nothing: no wake-up per arrival)
+                assert stream._response.connection.transport.get_read_buffer_size() == 0
             stream.release_hold()  # (the 30 s over)
             assert await asyncio.wait_for(second, 10) == b'{"type":"BOOKMARK","n":2}\n'
             assert not socket.is_reading()  # held again after that line ...

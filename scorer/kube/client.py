@@ -194,7 +194,11 @@ class ApiStream:
     are still returned at once; what arrives meanwhile waits in the socket and is
     read in one go, one wake-up of the event loop and one TLS read for all of it.
     A line after a quiet spell is read at once, so the wait is only added while
-    lines keep coming, and then at most ``coalesce`` per line.
+    lines keep coming, and then at most ``coalesce`` per line. On asyncio's loop
+    the transport beneath TLS is paused (``_socket_transport``); on uvloop's,
+    whose TLS transport hides it, the TLS transport is paused and its read
+    buffer limits set to 0 for the wait, so its TLS layer stops reading the
+    socket too (both tested: ``tests/test_kube_client_connections.py``).
     """
 
     def __init__(self, response: aiohttp.ClientResponse, what: str, coalesce: float = 0.0) -> None:
@@ -203,7 +207,8 @@ class ApiStream:
         self._response = response
         self._what = what
         self.coalesce = coalesce
-        self._pause: tuple[asyncio.ReadTransport, asyncio.TimerHandle] | None = None  # (socket, its resume)
+        # (socket, its TLS read limits to restore, its resume)
+        self._pause: tuple[asyncio.ReadTransport, tuple[int, int] | None, asyncio.TimerHandle] | None = None
 
     async def readline(self) -> bytes:
         try:
@@ -222,15 +227,27 @@ class ApiStream:
         if transport is None or transport.is_closing() or not transport.is_reading():
             return
         transport.pause_reading()
-        self._pause = transport, asyncio.get_running_loop().call_later(self.coalesce, self.release_hold)
+        limits = None
+        if transport.get_extra_info("ssl_object") is not None and hasattr(transport, "set_read_buffer_limits"):
+            # (uvloop's TLS transport, whose socket's transport is out of reach: with no room for what is
+            # not decrypted, the TLS layer stops reading the socket itself)
+            tls: Any = transport
+            limits = tls.get_read_buffer_limits()
+            tls.set_read_buffer_limits(high=0, low=0)
+        self._pause = transport, limits, asyncio.get_running_loop().call_later(self.coalesce, self.release_hold)
 
     def release_hold(self) -> None:
         """Read the socket again (the ``coalesce`` wait is over, or the stream is left)."""
         held, self._pause = self._pause, None
         if held is not None:
-            transport, timer = held
+            transport, limits, timer = held
             timer.cancel()
-            if not transport.is_closing() and not transport.is_reading():
+            if transport.is_closing():
+                return
+            if limits is not None:
+                low, high = limits
+                cast(Any, transport).set_read_buffer_limits(high=high, low=low)
+            if not transport.is_reading():
                 transport.resume_reading()
 
     async def readchunk(self) -> bytes:
@@ -254,8 +271,8 @@ def _socket_transport(transport: asyncio.BaseTransport | None) -> asyncio.ReadTr
     """The transport to pause to leave ``transport``'s socket unread. Under TLS on asyncio's loop, the one
     beneath its SSL transport (pausing the SSL transport itself only stops handing on what it decrypted:
     the socket is still read, the event loop woken, at every arrival). uvloop's SSL transport hides the
-    one beneath: it is paused itself (libuv still reads the socket, in C; nothing is decrypted or handed
-    to aiohttp until the hold ends). None when there is none to pause. (uvloop's transports do not
+    one beneath: it is returned itself (``ApiStream._hold`` then also sets its read buffer limits to 0,
+    so that its TLS layer stops reading the socket). None when there is none to pause. (uvloop's transports do not
     derive from asyncio's classes: read by what they do.)"""
     inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
     found = inner if inner is not None else transport
