@@ -107,7 +107,11 @@ async def listen(runner: web.AppRunner, options: ServiceOptions, context: ssl.SS
         listener = await loop.create_server(front or runner.server, options.bind_address, options.port, ssl=context,
                                             backlog=BACKLOG)
     else:
-        listener = await loop.create_server(front or runner.server, sock=sock, ssl=context, backlog=BACKLOG)
+        try:
+            listener = await loop.create_server(front or runner.server, sock=sock, ssl=context, backlog=BACKLOG)
+        except BaseException:
+            sock.close()
+            raise
     return listener, front
 
 
