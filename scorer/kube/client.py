@@ -272,8 +272,8 @@ def _socket_transport(transport: asyncio.BaseTransport | None) -> asyncio.ReadTr
     beneath its SSL transport (pausing the SSL transport itself only stops handing on what it decrypted:
     the socket is still read, the event loop woken, at every arrival). uvloop's SSL transport hides the
     one beneath: it is returned itself (``ApiStream._hold`` then also sets its read buffer limits to 0,
-    so that its TLS layer stops reading the socket). None when there is none to pause. (uvloop's transports do not
-    derive from asyncio's classes: read by what they do.)"""
+    so that its TLS layer stops reading the socket). None when there is none to pause. Transports are
+    recognised by their methods: uvloop's do not derive from asyncio's classes."""
     inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
     found = inner if inner is not None else transport
     pausable = all(callable(getattr(found, method, None)) for method in ("pause_reading", "resume_reading",

@@ -11,11 +11,11 @@ whose CPU is mostly its own Python.
 ``--event-loop`` chooses (``EVENT_LOOPS``): ``auto``, the default, is uvloop
 when it can be imported and asyncio's loop otherwise; ``uvloop`` is an error
 naming why when it cannot be; ``asyncio`` is the standard library's loop. The
-service names the one it runs on in its ``serving ...`` line at start. Nothing in scorer depends on
-which: the tests of the extender's front, the API client's connections and the
-service's HTTP side run on both (``tests/conftest.py``), the tests that start
-``scorer run`` on its default; the bench's stand-in extender runs on the same
-loop as scorer.
+service names the one it runs on in its ``serving ...`` line at start.
+Nothing in scorer depends on which: the tests of the extender's front, the API
+client's connections and the service's HTTP side run on both
+(``tests/conftest.py``), the tests that start ``scorer run`` on its default;
+the bench's stand-in extender runs on the same loop as scorer.
 
 uvloop looks up host names, and even IP addresses given to ``create_server``
 or ``sock_connect``, on libuv's thread pool (4 threads that stay once
