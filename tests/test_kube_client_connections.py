@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from servicekit import self_signed_certificate
 
-from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient, _socket_transport
+from scorer.kube.client import REQUEST_CONNECTIONS, ApiClient, _pausable
 from scorer.kube.config import ClusterAccess
 
 # (the service runs on uvloop by default, scorer.service.eventloop: these run on both loops)
@@ -117,7 +117,7 @@ async def test_a_coalescing_stream_leaves_its_socket_unread_after_a_line_and_rea
     async with ApiClient(access) as client:
         async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}, coalesce=30.0) as stream:
             assert await stream.readline() == b'{"type":"BOOKMARK","n":1}\n'
-            socket = _socket_transport(stream._response.connection.transport)
+            socket = _pausable(stream._response.connection.transport)
             assert socket is not None and not socket.is_reading()  # held for 30 s after the line
             go.set()
             second = asyncio.ensure_future(stream.readline())
@@ -141,7 +141,7 @@ async def test_a_stream_without_coalesce_reads_its_socket_all_along(aiohttp_serv
     async with ApiClient(ClusterAccess(server=f"http://127.0.0.1:{server.port}", source="test")) as client:
         async with client.stream("GET", "/api/v1/pods", params={"watch": "1"}) as stream:
             assert await stream.readline() == b'{"type":"BOOKMARK","n":1}\n'
-            socket = _socket_transport(stream._response.connection.transport)
+            socket = _pausable(stream._response.connection.transport)
             assert socket is not None and socket.is_reading()
             go.set()
             assert await asyncio.wait_for(stream.readline(), 10) == b'{"type":"BOOKMARK","n":2}\n'

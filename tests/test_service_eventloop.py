@@ -16,7 +16,7 @@ from test_service_app import make_service, serving
 from scorer.cli import EXIT_INPUT, main
 from scorer.errors import InputError
 from scorer.service import eventloop
-from scorer.service.run import listening_socket
+from scorer.service.eventloop import listening_socket
 
 pytestmark = pytest.mark.event_loops
 
@@ -87,8 +87,16 @@ def test_an_ip_address_is_listened_on_from_a_socket_made_as_asyncio_makes_it(add
             listening_socket(address, sock.getsockname()[1]).close()
 
 
-def test_a_host_name_is_left_to_the_loop() -> None:
-    assert listening_socket("localhost", 0) is None
+def test_on_uvloop_a_server_on_an_ip_address_or_a_host_name_listens_where_asked() -> None:
+    async def serve_on(host: str) -> tuple[str, int]:
+        server = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, 0, backlog=8)
+        async with server:
+            return server.sockets[0].getsockname()[:2]
+
+    for host, address in (("127.0.0.1", "127.0.0.1"), ("::1", "::1"), ("localhost", None)):
+        listened, port = eventloop.run(serve_on(host), eventloop.choose("uvloop"))  # type: ignore[arg-type]
+        assert port > 0
+        assert listened == address if address is not None else listened in ("127.0.0.1", "::1")
 
 
 # Run in a process of its own: libuv's thread pool, once another test has started it, stays for the session.

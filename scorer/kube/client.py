@@ -194,11 +194,11 @@ class ApiStream:
     are still returned at once; what arrives meanwhile waits in the socket and is
     read in one go, one wake-up of the event loop and one TLS read for all of it.
     A line after a quiet spell is read at once, so the wait is only added while
-    lines keep coming, and then at most ``coalesce`` per line. On asyncio's loop
-    the transport beneath TLS is paused (``_socket_transport``); on uvloop's,
-    whose TLS transport hides it, the TLS transport is paused and its read
-    buffer limits set to 0 for the wait, so its TLS layer stops reading the
-    socket too (both tested: ``tests/test_kube_client_connections.py``).
+    lines keep coming, and then at most ``coalesce`` per line. Over TLS the TLS
+    transport is paused and its read buffer limits set to 0 for the wait, so its
+    TLS layer stops reading the socket too (pausing it alone only stops handing
+    on what it decrypted); Python's TLS layer and uvloop's behave alike here
+    (both tested: ``tests/test_kube_client_connections.py``).
     """
 
     def __init__(self, response: aiohttp.ClientResponse, what: str, coalesce: float = 0.0) -> None:
@@ -207,7 +207,7 @@ class ApiStream:
         self._response = response
         self._what = what
         self.coalesce = coalesce
-        # (socket, its TLS read limits to restore, its resume)
+        # (the transport paused, its TLS read limits to restore, its resume)
         self._pause: tuple[asyncio.ReadTransport, tuple[int, int] | None, asyncio.TimerHandle] | None = None
 
     async def readline(self) -> bytes:
@@ -223,14 +223,12 @@ class ApiStream:
         """Stop reading the socket for ``coalesce`` seconds (unless it is not being read now: closing, or
         paused by the flow control of TLS or aiohttp)."""
         connection = self._response.connection
-        transport = _socket_transport(connection.transport) if connection is not None else None
+        transport = _pausable(connection.transport) if connection is not None else None
         if transport is None or transport.is_closing() or not transport.is_reading():
             return
         transport.pause_reading()
         limits = None
-        if transport.get_extra_info("ssl_object") is not None and hasattr(transport, "set_read_buffer_limits"):
-            # (uvloop's TLS transport, whose socket's transport is out of reach: with no room for what is
-            # not decrypted, the TLS layer stops reading the socket itself)
+        if transport.get_extra_info("ssl_object") is not None:  # (no room for what is not decrypted yet)
             tls: Any = transport
             limits = tls.get_read_buffer_limits()
             tls.set_read_buffer_limits(high=0, low=0)
@@ -267,18 +265,12 @@ class ApiStream:
         return ApiResponse(self.status, body, dict(self.headers))
 
 
-def _socket_transport(transport: asyncio.BaseTransport | None) -> asyncio.ReadTransport | None:
-    """The transport to pause to leave ``transport``'s socket unread. Under TLS on asyncio's loop, the one
-    beneath its SSL transport (pausing the SSL transport itself only stops handing on what it decrypted:
-    the socket is still read, the event loop woken, at every arrival). uvloop's SSL transport hides the
-    one beneath: it is returned itself (``ApiStream._hold`` then also sets its read buffer limits to 0,
-    so that its TLS layer stops reading the socket). None when there is none to pause. Transports are
-    recognised by their methods: uvloop's do not derive from asyncio's classes."""
-    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
-    found = inner if inner is not None else transport
-    pausable = all(callable(getattr(found, method, None)) for method in ("pause_reading", "resume_reading",
-                                                                         "is_reading", "is_closing"))
-    return cast(asyncio.ReadTransport, found) if pausable else None
+def _pausable(transport: asyncio.BaseTransport | None) -> asyncio.ReadTransport | None:
+    """``transport`` when its reading can be paused, else None. Recognised by its methods: uvloop's
+    transports do not derive from asyncio's classes."""
+    pausable = all(callable(getattr(transport, method, None)) for method in ("pause_reading", "resume_reading",
+                                                                             "is_reading", "is_closing"))
+    return cast(asyncio.ReadTransport, transport) if pausable else None
 
 
 class EarlyApiStream(ApiStream):

@@ -19,9 +19,9 @@ the bench's stand-in extender runs on the same loop as scorer.
 
 uvloop looks up host names, and even IP addresses given to ``create_server``
 or ``sock_connect``, on libuv's thread pool (4 threads that stay once
-started). The service binds its listening socket itself (``scorer.service.run``)
-and its loop answers an IP address in place (``NumericLoop``), so a service
-given IP addresses stays one thread on uvloop too.
+started). scorer's uvloop loop (``NumericLoop``) answers an IP address in
+place and binds a server's socket on one itself, so a service given IP
+addresses stays one thread on uvloop too.
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ def _uvloop_class() -> type[asyncio.AbstractEventLoop]:
     import uvloop
 
     class NumericLoop(uvloop.Loop):
-        """uvloop looks up every address ``sock_connect`` is given (aiohttp's connector hands it the API
-        server's IP address) on libuv's thread pool, which then stays: 4 threads that a process given IP
-        addresses never needs, and a hop to another thread per connection. An IP address is answered here,
-        in place (``AI_NUMERICHOST``: no name service asked, nothing waits)."""
+        """uvloop looks up every address ``create_server`` and ``sock_connect`` are given (the service's
+        listener; aiohttp's connector hands ``sock_connect`` the API server's IP address) on libuv's thread
+        pool, which then stays: 4 threads that a process given IP addresses never needs, and a hop to another
+        thread per connection. An IP address is answered here, in place (``AI_NUMERICHOST``: no name service
+        asked, nothing waits), and a server on one listens on a socket bound here (``listening_socket``)."""
 
         async def getaddrinfo(self, host: Any, port: Any, *, family: int = 0, type: int = 0, proto: int = 0,
                               flags: int = 0) -> Any:
@@ -73,7 +74,40 @@ def _uvloop_class() -> type[asyncio.AbstractEventLoop]:
                 return socket.getaddrinfo(host, port, family, type, proto, flags | socket.AI_NUMERICHOST)
             return await super().getaddrinfo(host, port, family=family, type=type, proto=proto, flags=flags)
 
+        async def create_server(self, protocol_factory: Any, host: Any = None, port: Any = None,
+                                **options: Any) -> Any:
+            if not (isinstance(host, str) and _is_ip_address(host) and set(options) <= _SOCKET_FREE_OPTIONS):
+                return await super().create_server(protocol_factory, host, port, **options)
+            sock = listening_socket(host, port or 0, reuse_address=options.pop("reuse_address", None) is not False)
+            try:
+                return await super().create_server(protocol_factory, sock=sock, **options)
+            except BaseException:
+                sock.close()
+                raise
+
     return NumericLoop
+
+
+#: ``create_server``'s options that go with a socket made beforehand (``NumericLoop.create_server``).
+_SOCKET_FREE_OPTIONS = {"ssl", "backlog", "reuse_address", "ssl_handshake_timeout", "ssl_shutdown_timeout",
+                        "start_serving"}
+
+
+def listening_socket(address: str, port: int, *, reuse_address: bool = True) -> socket.socket:
+    """A socket bound to IP address ``address`` and ``port`` as asyncio's ``create_server`` binds one
+    (``SO_REUSEADDR`` unless told not to; ``IPV6_V6ONLY`` for IPv6). ``OSError`` when it cannot be bound."""
+    family = socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if reuse_address:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((address, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _is_ip_address(host: str) -> bool:

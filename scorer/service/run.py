@@ -46,10 +46,8 @@ count (min(32, cores + 4)).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import signal
-import socket
 import ssl
 from concurrent.futures import ThreadPoolExecutor
 
@@ -101,40 +99,9 @@ async def listen(runner: web.AppRunner, options: ServiceOptions, context: ssl.SS
     verbs = runner.app[EXTENDER_VERBS_KEY]
     front = None if verbs is None else FrontFactory(runner.server, verbs, options.extender_prefix,
                                                     options.http_timeout, LINGERING_TIME)
-    loop = asyncio.get_running_loop()
-    sock = listening_socket(options.bind_address, options.port)
-    if sock is None:  # (a host name: the loop looks it up, and may listen on several addresses)
-        listener = await loop.create_server(front or runner.server, options.bind_address, options.port, ssl=context,
-                                            backlog=BACKLOG)
-    else:
-        try:
-            listener = await loop.create_server(front or runner.server, sock=sock, ssl=context, backlog=BACKLOG)
-        except BaseException:
-            sock.close()
-            raise
+    listener = await asyncio.get_running_loop().create_server(front or runner.server, options.bind_address,
+                                                              options.port, ssl=context, backlog=BACKLOG)
     return listener, front
-
-
-def listening_socket(address: str, port: int) -> socket.socket | None:
-    """A socket bound to ``address`` (an IP address) and ``port``, as asyncio's ``create_server`` binds one
-    (``SO_REUSEADDR``; ``IPV6_V6ONLY`` for IPv6); None when ``address`` is not an IP address. Made here, not
-    by the loop, because uvloop looks up even an IP address given to ``create_server`` on libuv's thread
-    pool, which then stays: 4 threads that a process given IP addresses never needs. ``OSError`` when it
-    cannot be bound."""
-    try:
-        family = socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
-    except ValueError:
-        return None
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind((address, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def stop_listening(listener: asyncio.Server | None, front: FrontFactory | None) -> None:
